@@ -1,0 +1,85 @@
+package zab
+
+import (
+	"errors"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// Errors a Future can carry besides the datatree's validation errors.
+var (
+	// ErrNotLeader means the member could not get the request into the log
+	// because it is not (or no longer) the leader.
+	ErrNotLeader = errors.New("zab: not leader")
+	// ErrStopped means the node shut down before the request applied.
+	ErrStopped = errors.New("zab: node stopped")
+	// ErrUnknownSession means the request names a session the table does
+	// not hold (it expired or was closed).
+	ErrUnknownSession = errors.New("zab: unknown session")
+)
+
+// Request is one client write on its way into the log. The body is the
+// request record exactly as the client sent it (the bytes after the
+// RequestHeader), so the FSM validates and applies the request itself at
+// apply time: replicate the request, not a precomputed diff.
+type Request struct {
+	// Op is the jute opcode: OpCreate, OpCreate2, OpCreateContainer,
+	// OpCreateTTL, OpDelete, OpSetData, OpSetACL, OpMulti, OpCloseSession,
+	// OpCreateSession.
+	Op int32
+	// SessionID is the requesting session; zero for OpCreateSession.
+	SessionID int64
+	// Auth holds the connection's identities, checked against ACLs when the
+	// entry applies. An Id with scheme "super" is the superuser.
+	Auth []jute.Id
+	// Body is the jute body of the request; empty for OpCloseSession and
+	// OpCreateSession.
+	Body []byte
+	// Timeout is the negotiated session timeout in ms, OpCreateSession only.
+	Timeout int32
+}
+
+// Result is the outcome of a Request once its entry applied on this member.
+type Result struct {
+	// Zxid is the zxid the entry was given; failed writes consume one too.
+	Zxid int64
+	// Err is nil on success; otherwise a datatree error (with a Code
+	// method), a jute.Code, or one of this package's errors.
+	Err error
+	// Resp is the reply record: *jute.CreateResponse (create),
+	// *jute.Create2Response (create2, createContainer, createTTL),
+	// *jute.SetDataResponse, *jute.SetACLResponse, *jute.MultiResponse
+	// (multi, also when an op failed: the header error stays 0), or nil
+	// (delete, closeSession, createSession, and any error).
+	Resp jute.Record
+	// SessionID is the new session's id, OpCreateSession only; its
+	// password is session.Password(SessionID).
+	SessionID int64
+}
+
+// Future completes when its Request has applied on this member (or failed
+// to enter the log).
+type Future struct {
+	done chan struct{}
+	res  Result
+}
+
+func newFuture() *Future { return &Future{done: make(chan struct{})} }
+
+// Done is closed once Result may be read.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Result returns the outcome; call it only after Done is closed.
+func (f *Future) Result() Result { return f.res }
+
+// complete records res and wakes the waiter. It must be called once.
+func (f *Future) complete(res Result) {
+	f.res = res
+	close(f.done)
+}
+
+// Wait blocks until the future completes and returns its result.
+func (f *Future) Wait() Result {
+	<-f.done
+	return f.res
+}
