@@ -95,6 +95,10 @@ type Decoder struct {
 	b   []byte
 	off int
 	err error
+	// lax is set when a read accepted a form the Encoder never writes
+	// (a bool byte other than 0 or 1, a null string, a non-standard multi
+	// header), so re-encoding would not give the input bytes back.
+	lax bool
 }
 
 // NewDecoder returns a Decoder over b. The decoder does not copy b: byte
@@ -109,6 +113,12 @@ func (d *Decoder) Remaining() int { return len(d.b) - d.off }
 
 // Offset returns how many bytes were consumed.
 func (d *Decoder) Offset() int { return d.off }
+
+// Canonical reports whether everything read so far is in the exact form
+// Encoder writes, so that re-encoding the decoded records gives the same
+// bytes. It is false after lenient reads such as a bool byte other than 0 or
+// 1 or a null (-1) string, which ZooKeeper also accepts.
+func (d *Decoder) Canonical() bool { return !d.lax }
 
 // Fail records err as the decoder's error if none is recorded yet.
 func (d *Decoder) Fail(err error) {
@@ -154,6 +164,9 @@ func (d *Decoder) ReadBool() bool {
 	if p == nil {
 		return false
 	}
+	if p[0] > 1 {
+		d.lax = true
+	}
 	return p[0] != 0
 }
 
@@ -187,6 +200,9 @@ func (d *Decoder) ReadBuffer() []byte {
 // ReadString reads a length-prefixed string; a -1 length gives "".
 func (d *Decoder) ReadString() string {
 	n := d.length(1)
+	if n < 0 && d.err == nil {
+		d.lax = true
+	}
 	if n <= 0 || d.err != nil {
 		return ""
 	}

@@ -151,3 +151,28 @@ func (r *ReplyHeader) Decode(d *Decoder) {
 	r.Zxid = d.ReadLong()
 	r.Err = Code(d.ReadInt())
 }
+
+// writeClientInfos appends a vector of ClientInfo; nil is written as -1.
+func writeClientInfos(e *Encoder, v []ClientInfo) {
+	if v == nil {
+		e.WriteInt(-1)
+		return
+	}
+	e.WriteInt(int32(len(v)))
+	for i := range v {
+		v[i].Encode(e)
+	}
+}
+
+// readClientInfos reads a vector of ClientInfo; -1 gives nil.
+func readClientInfos(d *Decoder) []ClientInfo {
+	n := d.VectorLen(8)
+	if n < 0 || d.err != nil {
+		return nil
+	}
+	v := make([]ClientInfo, n)
+	for i := 0; i < n && d.err == nil; i++ {
+		v[i].Decode(d)
+	}
+	return v
+}
