@@ -1,0 +1,186 @@
+package zkproc
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+type testLogger struct{ t testing.TB }
+
+func (l testLogger) Printf(format string, args ...any) { l.t.Logf("go-zk: "+format, args...) }
+
+// connect opens a go-zk session on addrs and waits until it is usable.
+func connect(t *testing.T, addrs ...string) *zk.Conn {
+	t.Helper()
+	c, events, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(testLogger{t}), zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				return c
+			}
+		case <-deadline:
+			t.Fatalf("no session on %v", addrs)
+		}
+	}
+}
+
+// exercise checks the life cycle every Server supports, whatever it runs:
+// 4-letter words, persistence across SIGKILL, pause and resume, stop.
+func exercise(t *testing.T, s *Server) {
+	if got, err := s.FourLetter("ruok"); err != nil || got != "imok" {
+		t.Fatalf("ruok = %q, %v", got, err)
+	}
+	c := connect(t, s.Addr)
+	if _, err := c.Create("/zkproc", []byte("kept"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+
+	pid := s.PID()
+	s.Kill()
+	if s.Running() {
+		t.Fatal("running after Kill")
+	}
+	if err := Handshake(s.Addr, time.Second); err == nil {
+		t.Fatal("handshake succeeded after Kill")
+	}
+	s.Restart(t)
+	if s.PID() == pid || !s.Running() {
+		t.Fatalf("Restart: pid %d -> %d, running %v", pid, s.PID(), s.Running())
+	}
+	c = connect(t, s.Addr)
+	data, _, err := c.Get("/zkproc")
+	if err != nil || string(data) != "kept" {
+		t.Fatalf("after restart: Get = %q, %v", data, err)
+	}
+	c.Close()
+
+	s.Pause()
+	if err := Handshake(s.Addr, 500*time.Millisecond); err == nil {
+		t.Fatal("handshake succeeded while paused")
+	}
+	s.Resume()
+	if err := Handshake(s.Addr, 5*time.Second); err != nil {
+		t.Fatalf("handshake after Resume: %v", err)
+	}
+
+	s.Pause() // Stop must also end a paused server
+	s.Stop()
+	if s.Running() {
+		t.Fatal("running after Stop")
+	}
+	if _, err := s.FourLetter("ruok"); err == nil {
+		t.Fatal("ruok answered after Stop")
+	}
+	if !strings.Contains(s.Log(), "=== zkproc: starting") {
+		t.Errorf("log lacks zkproc's start markers:\n%s", s.Log())
+	}
+}
+
+func TestIntegration_ZooKeeperLifecycle(t *testing.T) {
+	s := StartZooKeeper(t, Options{TickTime: 500})
+	if got, err := s.FourLetter("srvr"); err != nil || !strings.Contains(got, "Zookeeper version: 3.8") {
+		t.Fatalf("srvr = %q, %v", got, err)
+	}
+	exercise(t, s)
+}
+
+func TestIntegration_ZooKeeperOptions(t *testing.T) {
+	s := StartZooKeeper(t, Options{
+		TickTime:    200,
+		AdminServer: true,
+		ExtraCfg:    map[string]string{"maxSessionTimeout": "3000"},
+	})
+	conf, err := s.FourLetter("conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"tickTime=200", "maxSessionTimeout=3000", "clientPort=" + strconv.Itoa(s.Port) + "\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("conf lacks %q:\n%s", want, conf)
+		}
+	}
+	if err := Handshake(s.AdminAddr, time.Second); err == nil {
+		t.Errorf("admin port %s speaks the client protocol", s.AdminAddr)
+	}
+	if _, err := FourLetter(s.AdminAddr, "GET /commands/ruok HTTP/1.0\r\n\r\n", 5*time.Second); err != nil {
+		t.Errorf("admin server on %s: %v", s.AdminAddr, err)
+	}
+}
+
+func TestIntegration_ZooKeeperEnsemble(t *testing.T) {
+	servers := StartZooKeeperEnsemble(t, 3, Options{TickTime: 200})
+	modes := map[string]int{}
+	for _, s := range servers {
+		srvr, err := s.FourLetter("srvr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(srvr) {
+			if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+				modes[strings.TrimSpace(m)]++
+			}
+		}
+	}
+	if modes["leader"] != 1 || modes["follower"] != 2 {
+		t.Fatalf("modes = %v, want one leader and two followers", modes)
+	}
+	c := connect(t, Addrs(servers)...)
+	if _, err := c.Create("/ens", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	// One member down: the other two still form a quorum.
+	servers[0].Kill()
+	c2 := connect(t, servers[1].Addr)
+	if _, err := c2.Sync("/ens"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := c2.Exists("/ens"); err != nil || !ok {
+		t.Fatalf("Exists(/ens) = %v, %v", ok, err)
+	}
+	servers[0].Restart(t)
+}
+
+// TestIntegration_ZkdStarts builds ./cmd/zkd, starts it from a zoo.cfg and
+// runs the same life cycle as ZooKeeper's.
+func TestIntegration_ZkdStarts(t *testing.T) {
+	s := StartZkd(t, Options{})
+	exercise(t, s)
+}
+
+func TestStartFailsForBadBinary(t *testing.T) {
+	s := newServer(t, KindZkd, Options{Dir: t.TempDir(), StartTimeout: 5 * time.Second})
+	if err := writeConfig(s, Options{}, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	s.argv = []string{"/bin/sh", "-c", "echo boom >&2; exit 3"}
+	if err := s.start(); err != nil {
+		t.Fatal(err)
+	}
+	err := s.waitReady()
+	if err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("waitReady = %v, want process exited", err)
+	}
+	var exit interface{ ExitCode() int }
+	s.mu.Lock()
+	werr := s.mu.err
+	s.mu.Unlock()
+	if !errors.As(werr, &exit) || exit.ExitCode() != 3 {
+		t.Errorf("wait error = %v, want exit status 3", werr)
+	}
+	if !strings.Contains(s.Log(), "boom") {
+		t.Errorf("log lacks the process's stderr: %q", s.Log())
+	}
+	s.Stop() // stopping an exited process is a no-op
+}

@@ -1,0 +1,116 @@
+package zkproc
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"testing"
+	"time"
+)
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. The
+// port is not reserved: StartZkd and StartZooKeeper retry with another port
+// if a server finds theirs taken.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("zkproc: %v", err)
+	}
+	return port
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FourLetter sends a 4-letter word to addr and returns the reply, read until
+// the server closes the connection.
+func FourLetter(addr, cmd string, timeout time.Duration) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return "", fmt.Errorf("zkproc: %s: %w", cmd, err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if _, err := io.WriteString(c, cmd); err != nil {
+		return "", fmt.Errorf("zkproc: %s: %w", cmd, err)
+	}
+	b, err := io.ReadAll(c)
+	if err != nil && len(b) == 0 {
+		return "", fmt.Errorf("zkproc: %s: %w", cmd, err)
+	}
+	return string(b), nil
+}
+
+// connectRequestLen is the body of a ConnectRequest without the optional
+// readOnly byte: protocolVersion int, lastZxidSeen long, timeOut int,
+// sessionId long, passwd buffer of 16 bytes.
+const connectRequestLen = 4 + 8 + 4 + 8 + 4 + 16
+
+// Handshake opens a client session on addr, as a client would, and closes
+// it again. It succeeds only when the server granted a session (positive
+// timeout, nonzero id), which a ZooKeeper that is still loading its data, or
+// a member without a quorum, does not do.
+func Handshake(addr string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return fmt.Errorf("zkproc: handshake: %w", err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+
+	req := make([]byte, 4+connectRequestLen)
+	binary.BigEndian.PutUint32(req[0:], connectRequestLen)
+	// protocolVersion 0 at 4, lastZxidSeen 0 at 8.
+	binary.BigEndian.PutUint32(req[16:], uint32(timeout.Milliseconds()*4)) // timeOut
+	// sessionId 0 at 20.
+	binary.BigEndian.PutUint32(req[28:], 16) // passwd length, 16 zero bytes follow
+	if _, err := c.Write(req); err != nil {
+		return fmt.Errorf("zkproc: handshake: %w", err)
+	}
+	body, err := readFrame(c)
+	if err != nil {
+		return fmt.Errorf("zkproc: handshake: %w", err)
+	}
+	if len(body) < 4+4+8 {
+		return fmt.Errorf("zkproc: handshake: short ConnectResponse of %d bytes", len(body))
+	}
+	negotiated := int32(binary.BigEndian.Uint32(body[4:]))
+	session := int64(binary.BigEndian.Uint64(body[8:]))
+	if negotiated <= 0 || session == 0 {
+		return errors.New("zkproc: handshake: session refused")
+	}
+	// closeSession: RequestHeader {xid 1, type -11}, no body.
+	closeReq := make([]byte, 12)
+	binary.BigEndian.PutUint32(closeReq[0:], 8)
+	binary.BigEndian.PutUint32(closeReq[4:], 1)
+	binary.BigEndian.PutUint32(closeReq[8:], uint32(0xFFFFFFF5)) // -11
+	if _, err := c.Write(closeReq); err == nil {
+		_, _ = readFrame(c) // the server's ReplyHeader; best effort
+	}
+	return nil
+}
+
+func readFrame(r io.Reader) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(hdr[:]))
+	if n < 0 || n > 1<<20 {
+		return nil, fmt.Errorf("bad frame length %d", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
