@@ -1,0 +1,227 @@
+// Command zkd is the zkd server: `zkd zoo.cfg` starts it from a ZooKeeper
+// configuration file as `zkServer.sh start-foreground zoo.cfg` would, and
+// `zkd` alone starts a standalone member on :2181 with data in ./zkd-data.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/server"
+	"github.com/zkd/zkd/zab"
+)
+
+// version is zkd's own version; the ZooKeeper line it answers to clients
+// (srvr, stat, envi) is zkVersion.
+const (
+	version   = "0.1.0"
+	zkVersion = "3.8.4-zkd-" + version
+)
+
+func main() {
+	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error")
+	logFormat := flag.String("log-format", "console", "log format: console or json")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: zkd [flags] [zoo.cfg]\n\nWithout zoo.cfg, zkd runs standalone on :2181 with data in ./zkd-data.\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	log, err := newLogger(*logLevel, *logFormat)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zkd:", err)
+		os.Exit(2)
+	}
+	var cfg *zooCfg
+	switch flag.NArg() {
+	case 0:
+		cfg = defaultZooCfg()
+		cfg.DataDir = "zkd-data"
+	case 1:
+		if cfg, err = parseZooCfg(flag.Arg(0), os.Environ()); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	default:
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(cfg, log); err != nil {
+		log.Error("zkd stopped", zap.Error(err))
+		os.Exit(1)
+	}
+}
+
+func newLogger(level, format string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("log level %q: %w", level, err)
+	}
+	var zc zap.Config
+	switch format {
+	case "json":
+		zc = zap.NewProductionConfig()
+	case "console":
+		zc = zap.NewDevelopmentConfig()
+		zc.Development = false
+		zc.DisableStacktrace = true
+		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	default:
+		return nil, fmt.Errorf("log format %q: want console or json", format)
+	}
+	zc.Level = zap.NewAtomicLevelAt(lvl)
+	return zc.Build()
+}
+
+// configs turns a zoo.cfg into the node's and the server's configurations.
+func configs(c *zooCfg, log *zap.Logger) (zab.Config, server.Config, error) {
+	nc := zab.DefaultConfig()
+	sc := server.DefaultConfig()
+	if len(c.Servers) > 1 {
+		return nc, sc, fmt.Errorf("zkd: %d server.N lines: ensembles are not supported yet; run one member (no server.N lines, or one)", len(c.Servers))
+	}
+	dataDir, err := filepath.Abs(c.DataDir)
+	if err != nil {
+		return nc, sc, fmt.Errorf("zkd: dataDir %q: %w", c.DataDir, err)
+	}
+	logDir := dataDir
+	if c.DataLogDir != "" {
+		if logDir, err = filepath.Abs(c.DataLogDir); err != nil {
+			return nc, sc, fmt.Errorf("zkd: dataLogDir %q: %w", c.DataLogDir, err)
+		}
+	}
+	nc.Dir = filepath.Join(logDir, "zkd")
+	nc.MyID = c.MyID
+	if nc.MyID == 0 {
+		nc.MyID = 1
+	}
+	nc.TickTime = c.TickTime
+	nc.Logger = log.Named("zab")
+	nc.Tree = datatree.DefaultConfig()
+	nc.Tree.ExtendedTypes = c.propBool("zookeeper.extendedTypesEnabled")
+	interval, err := c.propInt("zookeeper.znode.container.checkIntervalMs", 60000)
+	if err != nil {
+		return nc, sc, err
+	}
+	nc.ContainerCheckInterval = time.Duration(interval) * time.Millisecond
+	perMinute, err := c.propInt("zookeeper.znode.container.maxPerMinute", 10000)
+	if err != nil {
+		return nc, sc, err
+	}
+	nc.ContainerMaxPerMinute = int(perMinute)
+	if c.SnapCount > 0 {
+		nc.SnapshotThreshold = uint64(c.SnapCount)
+	}
+	if c.SnapRetainCount > 0 {
+		nc.SnapshotRetain = c.SnapRetainCount
+	}
+
+	host := c.ClientPortAddress
+	sc.ClientAddr = net.JoinHostPort(host, strconv.Itoa(c.ClientPort))
+	sc.TickTime = c.TickTime
+	sc.MinSessionTimeout = c.MinSessionTimeout
+	if sc.MinSessionTimeout == 0 {
+		sc.MinSessionTimeout = 2 * c.TickTime
+	}
+	sc.MaxSessionTimeout = c.MaxSessionTimeout
+	if sc.MaxSessionTimeout == 0 {
+		sc.MaxSessionTimeout = 20 * c.TickTime
+	}
+	sc.MaxClientCnxns = c.MaxClientCnxns
+	maxBuf, err := c.propInt("jute.maxbuffer", 0xfffff)
+	if err != nil {
+		return nc, sc, err
+	}
+	sc.MaxBuffer = int(maxBuf)
+	sc.FourLetterWhitelist = c.FourLetterWords
+	sc.SuperDigest, _ = c.prop("zookeeper.DigestAuthenticationProvider.superDigest")
+	sc.Version = zkVersion
+	sc.DataDir = dataDir
+	sc.DataLogDir = logDir
+	sc.Logger = log.Named("server")
+	if err := sc.Validate(); err != nil {
+		return nc, sc, err
+	}
+	return nc, sc, nil
+}
+
+// run starts the node and the client listener and serves until SIGTERM or
+// SIGINT.
+func run(c *zooCfg, log *zap.Logger) error {
+	nc, sc, err := configs(c, log)
+	if err != nil {
+		return err
+	}
+	if len(c.Unknown) > 0 {
+		log.Info("zoo.cfg keys accepted without effect", zap.Strings("keys", c.Unknown))
+	}
+	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {
+		return fmt.Errorf("zkd: create data dir: %w", err)
+	}
+	var srv *server.Server
+	nc.OnSessionClosed = func(id int64) {
+		if s := srv; s != nil {
+			s.SessionClosed(id)
+		}
+	}
+	start := time.Now()
+	node, err := zab.Open(nc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	err = node.WaitReady(ctx)
+	cancel()
+	if err != nil {
+		node.Close()
+		return err
+	}
+	srv, err = server.New(sc, node)
+	if err != nil {
+		node.Close()
+		return err
+	}
+	ln, err := net.Listen("tcp", sc.ClientAddr)
+	if err != nil {
+		node.Close()
+		return fmt.Errorf("zkd: listen on %s: %w", sc.ClientAddr, err)
+	}
+	log.Info("zkd serving",
+		zap.String("version", zkVersion),
+		zap.String("client", ln.Addr().String()),
+		zap.String("data", nc.Dir),
+		zap.Int("znodes", node.Tree().NodeCount()),
+		zap.String("zxid", fmt.Sprintf("0x%x", node.LastZxid())),
+		zap.Duration("startup", time.Since(start)))
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	select {
+	case s := <-sigs:
+		log.Info("shutting down", zap.String("signal", s.String()))
+	case err = <-serveErr:
+		if err != nil && !errors.Is(err, net.ErrClosed) {
+			log.Error("client listener failed", zap.Error(err))
+		}
+	}
+	srv.Close()
+	if cerr := node.Close(); cerr != nil {
+		log.Warn("closing the log", zap.Error(cerr))
+	}
+	log.Info("zkd stopped")
+	return nil
+}

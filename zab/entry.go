@@ -1,0 +1,106 @@
+package zab
+
+import (
+	"fmt"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// entryKind is the first byte of every raft log entry zkd writes. An entry
+// of a kind the FSM does not know stops the member (panic): a member that
+// skipped it would diverge from the others.
+type entryKind byte
+
+const (
+	// kindRequest carries one client write (Request) as the client sent it.
+	kindRequest entryKind = 1
+	// kindExpire closes sessions the leader found expired.
+	kindExpire entryKind = 2
+	// kindDeleteExpired deletes containers and TTL nodes the leader found
+	// due, if they are still due when the entry applies.
+	kindDeleteExpired entryKind = 3
+)
+
+// entry is the decoded form of one log entry. Every field an apply reads is
+// here, stamped by the leader: apply never reads a clock.
+type entry struct {
+	kind entryKind
+	// origin and seq identify the pending Future on the member that
+	// submitted the request; other members ignore them.
+	origin uint64
+	seq    uint64
+	// time is the leader's wall clock in ms since the epoch, for
+	// ctime/mtime and TTL checks.
+	time int64
+	req  Request
+	// sessions lists the sessions to close (kindExpire).
+	sessions []int64
+	// paths lists the nodes to delete if still expired (kindDeleteExpired).
+	paths []string
+}
+
+func (e *entry) encode() []byte {
+	enc := jute.NewEncoder(make([]byte, 0, 64+len(e.req.Body)))
+	enc.WriteInt(int32(e.kind))
+	enc.WriteLong(int64(e.origin))
+	enc.WriteLong(int64(e.seq))
+	enc.WriteLong(e.time)
+	switch e.kind {
+	case kindRequest:
+		enc.WriteInt(e.req.Op)
+		enc.WriteLong(e.req.SessionID)
+		enc.WriteInt(e.req.Timeout)
+		enc.WriteInt(int32(len(e.req.Auth)))
+		for i := range e.req.Auth {
+			e.req.Auth[i].Encode(enc)
+		}
+		enc.WriteBuffer(e.req.Body)
+	case kindExpire:
+		enc.WriteInt(int32(len(e.sessions)))
+		for _, id := range e.sessions {
+			enc.WriteLong(id)
+		}
+	case kindDeleteExpired:
+		enc.WriteStrings(e.paths)
+	default:
+		panic(fmt.Sprintf("zab: encoding entry of unknown kind %d", e.kind))
+	}
+	return enc.Bytes()
+}
+
+func decodeEntry(b []byte) (*entry, error) {
+	d := jute.NewDecoder(b)
+	e := &entry{kind: entryKind(d.ReadInt())}
+	e.origin = uint64(d.ReadLong())
+	e.seq = uint64(d.ReadLong())
+	e.time = d.ReadLong()
+	switch e.kind {
+	case kindRequest:
+		e.req.Op = d.ReadInt()
+		e.req.SessionID = d.ReadLong()
+		e.req.Timeout = d.ReadInt()
+		n := d.VectorLen(8)
+		for i := 0; i < n && d.Err() == nil; i++ {
+			var id jute.Id
+			id.Decode(d)
+			e.req.Auth = append(e.req.Auth, id)
+		}
+		e.req.Body = d.ReadBuffer()
+	case kindExpire:
+		n := d.VectorLen(8)
+		for i := 0; i < n && d.Err() == nil; i++ {
+			e.sessions = append(e.sessions, d.ReadLong())
+		}
+	case kindDeleteExpired:
+		e.paths = d.ReadStrings()
+	default:
+		return nil, fmt.Errorf("zab: log entry of unknown kind %d", e.kind)
+	}
+	if err := d.Err(); err != nil {
+		return nil, fmt.Errorf("zab: corrupt log entry of kind %d: %w", e.kind, err)
+	}
+	if d.Remaining() != 0 {
+		return nil, fmt.Errorf("zab: log entry of kind %d has %d trailing bytes", e.kind, d.Remaining())
+	}
+	return e, nil
+}

@@ -1,0 +1,360 @@
+package zab
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/jute"
+)
+
+// fsm is the raft state machine: the datatree plus the session table. It
+// applies committed entries in log order. Everything it computes depends
+// only on the entry and its own state, so every member reaches the same
+// tree: it reads no clock, no random source and iterates no map in an
+// order that matters.
+type fsm struct {
+	log     *zap.Logger
+	treeCfg datatree.Config
+
+	// tree is replaced wholesale by Restore; readers load it.
+	tree atomic.Pointer[datatree.Tree]
+
+	// lastTerm and counter make zxids: (term << 32) | counter, the counter
+	// restarting at 1 in each new term. Touched only by the apply goroutine.
+	lastTerm uint64
+	counter  uint32
+
+	mu struct {
+		sync.RWMutex
+		// sessions maps a live session to its negotiated timeout in ms.
+		sessions map[int64]int32
+	}
+
+	// hooks run on the apply goroutine; they must not block.
+	onApplied       func(origin, seq uint64, res Result)
+	onSessionOpen   func(id int64, timeout int32)
+	onSessionClosed func(id int64)
+}
+
+func newFSM(cfg datatree.Config, log *zap.Logger) *fsm {
+	f := &fsm{log: log, treeCfg: cfg}
+	f.tree.Store(datatree.New(cfg))
+	f.mu.sessions = make(map[int64]int32)
+	return f
+}
+
+// sessionTimeout reports whether id is a live session, and its timeout.
+func (f *fsm) sessionTimeout(id int64) (int32, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	t, ok := f.mu.sessions[id]
+	return t, ok
+}
+
+// sessionList returns every live session and its timeout, sorted by id.
+func (f *fsm) sessionList() (ids []int64, timeouts []int32) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	ids = make([]int64, 0, len(f.mu.sessions))
+	for id := range f.mu.sessions {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	timeouts = make([]int32, len(ids))
+	for i, id := range ids {
+		timeouts[i] = f.mu.sessions[id]
+	}
+	return ids, timeouts
+}
+
+// nextZxid derives the zxid of the entry at term from the apply order.
+func (f *fsm) nextZxid(term uint64) int64 {
+	if term != f.lastTerm {
+		f.lastTerm = term
+		f.counter = 0
+	}
+	f.counter++
+	return int64(term<<32 | uint64(f.counter))
+}
+
+// Apply implements raft.FSM. It returns a Result for request entries.
+func (f *fsm) Apply(l *raft.Log) interface{} {
+	e, err := decodeEntry(l.Data)
+	if err != nil {
+		// A corrupt or unknown entry: this member cannot stay consistent.
+		panic(fmt.Sprintf("zab: cannot apply log index %d: %v", l.Index, err))
+	}
+	zxid := f.nextZxid(l.Term)
+	tree := f.tree.Load()
+	defer tree.NoteZxid(zxid)
+	switch e.kind {
+	case kindRequest:
+		res := f.applyRequest(tree, zxid, e)
+		tree.NoteZxid(zxid)
+		if f.onApplied != nil {
+			f.onApplied(e.origin, e.seq, res)
+		}
+	case kindExpire:
+		for _, id := range e.sessions {
+			f.closeSession(tree, &datatree.Txn{Zxid: zxid, Time: e.time, SessionID: id}, id)
+		}
+	case kindDeleteExpired:
+		tx := &datatree.Txn{Zxid: zxid, Time: e.time}
+		for _, p := range e.paths {
+			if err := tree.DeleteExpired(tx, p); err != nil {
+				f.log.Debug("expired node not deleted", zap.String("path", p), zap.Error(err))
+			}
+		}
+	}
+	return nil
+}
+
+func (f *fsm) closeSession(tree *datatree.Tree, tx *datatree.Txn, id int64) bool {
+	f.mu.Lock()
+	_, ok := f.mu.sessions[id]
+	delete(f.mu.sessions, id)
+	f.mu.Unlock()
+	if !ok {
+		return false
+	}
+	tree.CloseSession(tx, id)
+	if f.onSessionClosed != nil {
+		f.onSessionClosed(id)
+	}
+	return true
+}
+
+func (f *fsm) applyRequest(tree *datatree.Tree, zxid int64, e *entry) Result {
+	r := &e.req
+	res := Result{Zxid: zxid}
+	tx := &datatree.Txn{Zxid: zxid, Time: e.time, SessionID: r.SessionID, Auth: r.Auth}
+	switch r.Op {
+	case jute.OpCreateSession:
+		f.mu.Lock()
+		_, dup := f.mu.sessions[r.SessionID]
+		if !dup {
+			f.mu.sessions[r.SessionID] = r.Timeout
+		}
+		f.mu.Unlock()
+		if dup {
+			res.Err = fmt.Errorf("zab: session 0x%x already exists", r.SessionID)
+			return res
+		}
+		res.SessionID = r.SessionID
+		if f.onSessionOpen != nil {
+			f.onSessionOpen(r.SessionID, r.Timeout)
+		}
+		return res
+	case jute.OpCloseSession:
+		if !f.closeSession(tree, tx, r.SessionID) {
+			res.Err = ErrUnknownSession
+		}
+		return res
+	}
+	if _, ok := f.sessionTimeout(r.SessionID); !ok {
+		res.Err = ErrUnknownSession
+		return res
+	}
+	res.Resp, res.Err = applyWrite(tree, tx, r.Op, r.Body)
+	return res
+}
+
+// errMalformed answers a body that does not decode; the server checks
+// bodies before submitting, so this only guards the log.
+var errMalformed = jute.CodeMarshallingError
+
+// applyWrite decodes a client write and applies it to the tree.
+func applyWrite(tree *datatree.Tree, tx *datatree.Txn, op int32, body []byte) (jute.Record, error) {
+	req, known := jute.NewRequest(op)
+	if !known || req == nil {
+		return nil, jute.CodeUnimplemented
+	}
+	if err := jute.Decode(body, req); err != nil {
+		return nil, errMalformed
+	}
+	switch q := req.(type) {
+	case *jute.CreateRequest:
+		path, st, err := tree.Create(tx, datatree.CreateOp{Path: q.Path, Data: q.Data, ACL: q.Acl, Mode: q.Flags})
+		return createResponse(op, path, st, err)
+	case *jute.CreateTTLRequest:
+		path, st, err := tree.Create(tx, datatree.CreateOp{Path: q.Path, Data: q.Data, ACL: q.Acl, Mode: q.Flags, TTL: q.Ttl})
+		return createResponse(op, path, st, err)
+	case *jute.DeleteRequest:
+		return nil, tree.Delete(tx, q.Path, q.Version)
+	case *jute.SetDataRequest:
+		st, err := tree.SetData(tx, q.Path, q.Data, q.Version)
+		if err != nil {
+			return nil, err
+		}
+		return &jute.SetDataResponse{Stat: st}, nil
+	case *jute.SetACLRequest:
+		st, err := tree.SetACL(tx, q.Path, q.Acl, q.Version)
+		if err != nil {
+			return nil, err
+		}
+		return &jute.SetACLResponse{Stat: st}, nil
+	case *jute.MultiRequest:
+		return applyMulti(tree, tx, q)
+	}
+	return nil, jute.CodeUnimplemented
+}
+
+func createResponse(op int32, path string, st jute.Stat, err error) (jute.Record, error) {
+	if err != nil {
+		return nil, err
+	}
+	if op == jute.OpCreate {
+		return &jute.CreateResponse{Path: path}, nil
+	}
+	return &jute.Create2Response{Path: path, Stat: st}, nil
+}
+
+func applyMulti(tree *datatree.Tree, tx *datatree.Txn, q *jute.MultiRequest) (jute.Record, error) {
+	ops := make([]datatree.Op, 0, len(q.Ops))
+	for _, m := range q.Ops {
+		op := datatree.Op{Type: m.Type}
+		switch r := m.Req.(type) {
+		case *jute.CreateRequest:
+			op.Create = datatree.CreateOp{Path: r.Path, Data: r.Data, ACL: r.Acl, Mode: r.Flags}
+		case *jute.CreateTTLRequest:
+			op.Create = datatree.CreateOp{Path: r.Path, Data: r.Data, ACL: r.Acl, Mode: r.Flags, TTL: r.Ttl}
+		case *jute.DeleteRequest:
+			op.Path, op.Version = r.Path, r.Version
+		case *jute.SetDataRequest:
+			op.Path, op.Data, op.Version = r.Path, r.Data, r.Version
+		case *jute.CheckVersionRequest:
+			op.Path, op.Version = r.Path, r.Version
+		default:
+			// multiRead ops or anything else inside a write multi.
+			return nil, jute.CodeBadArguments
+		}
+		ops = append(ops, op)
+	}
+	results, _ := tree.Multi(tx, ops)
+	resp := &jute.MultiResponse{Results: make([]jute.MultiResult, len(results))}
+	for i, r := range results {
+		mr := &resp.Results[i]
+		if r.Type == jute.OpError {
+			code := codeOf(r.Err)
+			mr.Type, mr.Err = jute.OpError, code
+			mr.Resp = &jute.ErrorResponse{Err: int32(code)}
+			continue
+		}
+		mr.Type = r.Type
+		switch r.Type {
+		case jute.OpCreate:
+			mr.Resp = &jute.CreateResponse{Path: r.Path}
+		case jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
+			mr.Resp = &jute.Create2Response{Path: r.Path, Stat: r.Stat}
+		case jute.OpSetData:
+			mr.Resp = &jute.SetDataResponse{Stat: r.Stat}
+		}
+	}
+	return resp, nil
+}
+
+// codeOf turns an apply error into the code a multi result carries. nil
+// is OK, as for the ops before the failing one.
+func codeOf(err error) jute.Code {
+	if err == nil {
+		return jute.CodeOK
+	}
+	var c interface{ Code() jute.Code }
+	if errors.As(err, &c) {
+		return c.Code()
+	}
+	var code jute.Code
+	if errors.As(err, &code) {
+		return code
+	}
+	return jute.CodeSystemError
+}
+
+// snapshotMagic opens every zkd FSM snapshot.
+const snapshotMagic = "zkdsnap1"
+
+// Snapshot implements raft.FSM. It encodes the session table and the tree
+// on the apply goroutine, so the image is consistent; Persist only copies
+// bytes.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	var buf bytes.Buffer
+	buf.WriteString(snapshotMagic)
+	enc := jute.NewEncoder(nil)
+	enc.WriteLong(int64(f.lastTerm))
+	enc.WriteInt(int32(f.counter))
+	ids, timeouts := f.sessionList()
+	enc.WriteInt(int32(len(ids)))
+	for i, id := range ids {
+		enc.WriteLong(id)
+		enc.WriteInt(timeouts[i])
+	}
+	buf.Write(enc.Bytes())
+	if err := f.tree.Load().WriteSnapshot(&buf); err != nil {
+		return nil, fmt.Errorf("zab: snapshot of the tree: %w", err)
+	}
+	return &fsmSnapshot{data: buf.Bytes()}, nil
+}
+
+// Restore implements raft.FSM: it replaces the state with a snapshot's.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	br := bufio.NewReaderSize(rc, 1<<16)
+	head := make([]byte, len(snapshotMagic)+8+4+4)
+	if _, err := io.ReadFull(br, head); err != nil {
+		return fmt.Errorf("zab: snapshot header: %w", err)
+	}
+	if string(head[:len(snapshotMagic)]) != snapshotMagic {
+		return fmt.Errorf("zab: not a zkd snapshot (magic %q)", head[:len(snapshotMagic)])
+	}
+	d := jute.NewDecoder(head[len(snapshotMagic):])
+	lastTerm := uint64(d.ReadLong())
+	counter := uint32(d.ReadInt())
+	n := int(d.ReadInt())
+	if n < 0 {
+		return fmt.Errorf("zab: snapshot session count %d", n)
+	}
+	sessions := make(map[int64]int32, n)
+	rec := make([]byte, 12)
+	for i := 0; i < n; i++ {
+		if _, err := io.ReadFull(br, rec); err != nil {
+			return fmt.Errorf("zab: snapshot session table: %w", err)
+		}
+		sd := jute.NewDecoder(rec)
+		id := sd.ReadLong()
+		sessions[id] = sd.ReadInt()
+	}
+	tree, err := datatree.ReadSnapshot(br, f.treeCfg)
+	if err != nil {
+		return fmt.Errorf("zab: snapshot tree: %w", err)
+	}
+	f.lastTerm, f.counter = lastTerm, counter
+	f.mu.Lock()
+	f.mu.sessions = sessions
+	f.mu.Unlock()
+	f.tree.Store(tree)
+	return nil
+}
+
+type fsmSnapshot struct{ data []byte }
+
+// Persist implements raft.FSMSnapshot.
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+// Release implements raft.FSMSnapshot.
+func (s *fsmSnapshot) Release() {}

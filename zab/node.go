@@ -1,0 +1,441 @@
+package zab
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/session"
+	"github.com/zkd/zkd/zab/store"
+)
+
+// Config is what a Node needs; cmd builds it from zoo.cfg.
+type Config struct {
+	// Dir holds the Pebble store (raft log, stable store, snapshots).
+	Dir string
+	// MyID is this member's id (zoo.cfg myid); 1 for standalone. It seeds
+	// session ids as in ZooKeeper.
+	MyID int64
+	// TickTime is ZooKeeper's tick: session expiry is checked once a tick.
+	// Default 2s.
+	TickTime time.Duration
+	// Tree configures the datatree.
+	Tree datatree.Config
+	// ContainerCheckInterval is how often the leader looks for empty
+	// containers and expired TTL nodes
+	// (zookeeper.znode.container.checkIntervalMs). Default 60s.
+	ContainerCheckInterval time.Duration
+	// ContainerMaxPerMinute bounds the deletes of one sweep per minute
+	// (zookeeper.znode.container.maxPerMinute). Default 10000.
+	ContainerMaxPerMinute int
+	// SnapshotThreshold is how many log entries since the last snapshot
+	// make the next one (ZooKeeper's snapCount). Default 100000.
+	SnapshotThreshold uint64
+	// SnapshotInterval is how often raft checks whether to snapshot.
+	// Default 30s.
+	SnapshotInterval time.Duration
+	// SnapshotRetain is how many snapshots are kept
+	// (autopurge.snapRetainCount). Default 3.
+	SnapshotRetain int
+	// NoSync skips fsync: tests only, never in production.
+	NoSync bool
+	// Logger receives the node's, raft's and Pebble's logs.
+	Logger *zap.Logger
+	// OnSessionClosed is called on the apply goroutine when a session is
+	// closed or expires, so the server can drop its connection. It must
+	// not block.
+	OnSessionClosed func(id int64)
+}
+
+// DefaultConfig returns a standalone configuration with ZooKeeper's
+// defaults; the caller sets Dir.
+func DefaultConfig() Config {
+	return Config{
+		MyID:                   1,
+		TickTime:               2 * time.Second,
+		Tree:                   datatree.DefaultConfig(),
+		ContainerCheckInterval: time.Minute,
+		ContainerMaxPerMinute:  10000,
+		SnapshotThreshold:      100000,
+		SnapshotInterval:       30 * time.Second,
+		SnapshotRetain:         3,
+		Logger:                 zap.NewNop(),
+	}
+}
+
+// Validate names the first bad field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Dir == "":
+		return errors.New("zab: config: Dir is empty")
+	case c.MyID < 0 || c.MyID > 254:
+		return fmt.Errorf("zab: config: MyID %d out of range 0..254", c.MyID)
+	case c.TickTime <= 0:
+		return fmt.Errorf("zab: config: TickTime %v must be positive", c.TickTime)
+	case c.ContainerCheckInterval <= 0:
+		return fmt.Errorf("zab: config: ContainerCheckInterval %v must be positive", c.ContainerCheckInterval)
+	case c.SnapshotRetain < 1:
+		return fmt.Errorf("zab: config: SnapshotRetain %d must be at least 1", c.SnapshotRetain)
+	case c.Logger == nil:
+		return errors.New("zab: config: Logger is nil")
+	}
+	return nil
+}
+
+// Node is one zkd member's replicated state: raft over Pebble, the FSM
+// holding the datatree and session table, and (while leader) session
+// expiry and the container/TTL sweep. The server reads the tree directly
+// and hands writes to Submit.
+type Node struct {
+	cfg   Config
+	log   *zap.Logger
+	store *store.Store
+	raft  *raft.Raft
+	fsm   *fsm
+
+	// bootID tells this process's entries from those of earlier runs and
+	// other members, so that only its own pending futures are completed.
+	bootID uint64
+	// seq numbers this member's requests; pending maps them to futures
+	// until their entry applies.
+	seq     atomic.Uint64
+	pending sync.Map // uint64 → *Future
+	// applyq feeds completeLoop the raft futures in submit order.
+	applyq chan pendingApply
+
+	// submitMu keeps raft.Apply calls in Submit order.
+	submitMu sync.Mutex
+
+	tracker *session.Tracker
+	// nextSession is the next session id this member hands out while
+	// leader; guarded by submitMu.
+	nextSession int64
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+	once sync.Once
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+// Open starts a standalone node (a one-voter raft cluster) on cfg.Dir,
+// restoring the latest snapshot; the log tail applies once the node has
+// elected itself. Call WaitReady before serving clients.
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble")})
+	if err != nil {
+		return nil, fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
+	}
+	n := &Node{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		store:   st,
+		fsm:     newFSM(cfg.Tree, cfg.Logger),
+		tracker: session.NewTracker(cfg.TickTime.Milliseconds(), realClock{}),
+		stop:    make(chan struct{}),
+		applyq:  make(chan pendingApply, 8192),
+		bootID:  newBootID(),
+	}
+	n.nextSession = session.InitialID(cfg.MyID, time.Now().UnixMilli())
+	n.fsm.onSessionOpen = func(id int64, timeout int32) { n.tracker.Add(id, timeout) }
+	n.fsm.onApplied = n.applied
+	n.fsm.onSessionClosed = func(id int64) {
+		n.tracker.Remove(id)
+		if cfg.OnSessionClosed != nil {
+			cfg.OnSessionClosed(id)
+		}
+	}
+
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(fmt.Sprint(cfg.MyID))
+	rc.Logger = store.NewHCLogger(cfg.Logger.Named("raft"))
+	// One voter: it may elect itself quickly.
+	rc.HeartbeatTimeout = 50 * time.Millisecond
+	rc.ElectionTimeout = 50 * time.Millisecond
+	rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	rc.CommitTimeout = 5 * time.Millisecond
+	rc.BatchApplyCh = true
+	rc.MaxAppendEntries = 1024
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = 10240
+	rc.NoSnapshotRestoreOnStart = false
+
+	addr, transport := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("zkd-%d", cfg.MyID)))
+	snaps := st.SnapshotStore(cfg.SnapshotRetain)
+	has, err := raft.HasExistingState(st, st, snaps)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("zab: inspect state in %s: %w", cfg.Dir, err)
+	}
+	if !has {
+		conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}}
+		if err := raft.BootstrapCluster(rc, st, st, snaps, transport, conf); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("zab: bootstrap in %s: %w", cfg.Dir, err)
+		}
+	}
+	r, err := raft.NewRaft(rc, n.fsm, st, st, snaps, transport)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("zab: start raft in %s: %w", cfg.Dir, err)
+	}
+	n.raft = r
+	n.wg.Add(2)
+	go n.leaderLoop()
+	go n.completeLoop()
+	return n, nil
+}
+
+// WaitReady blocks until this node leads and has applied every entry of
+// its log, so reads see everything acknowledged before a restart.
+func (n *Node) WaitReady(ctx context.Context) error {
+	for n.raft.State() != raft.Leader {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("zab: waiting for leadership: %w", ctx.Err())
+		case <-n.stop:
+			return ErrStopped
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return n.barrier(ctx)
+}
+
+func (n *Node) barrier(ctx context.Context) error {
+	timeout := time.Minute
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	if err := n.raft.Barrier(timeout).Error(); err != nil {
+		return fmt.Errorf("zab: barrier: %w", err)
+	}
+	return nil
+}
+
+// Tree returns the current datatree. Reads may use it directly.
+func (n *Node) Tree() *datatree.Tree { return n.fsm.tree.Load() }
+
+// LastZxid returns the zxid of the last entry applied on this member.
+func (n *Node) LastZxid() int64 { return n.Tree().LastZxid() }
+
+// SessionTimeout reports whether id is a live session and its timeout.
+func (n *Node) SessionTimeout(id int64) (int32, bool) { return n.fsm.sessionTimeout(id) }
+
+// Touch records that session id is alive (a packet arrived for it). It
+// returns false if the session is unknown.
+func (n *Node) Touch(id int64) bool { return n.tracker.Touch(id) }
+
+// Sync returns once this member has applied everything committed before
+// the call, after confirming it still leads.
+func (n *Node) Sync(ctx context.Context) error { return n.barrier(ctx) }
+
+// Mode names this member's role for srvr/stat/mntr.
+func (n *Node) Mode() string { return "standalone" }
+
+// Stats returns figures of the node for 4lw, admin and metrics.
+func (n *Node) Stats() Stats {
+	return Stats{Sessions: n.tracker.Len(), Raft: n.raft.Stats(), Store: n.store.Metrics()}
+}
+
+// Stats are a node's figures.
+type Stats struct {
+	Sessions int
+	Raft     map[string]string
+	Store    store.Metrics
+}
+
+// pendingApply pairs a raft future with the request it carries.
+type pendingApply struct {
+	af  raft.ApplyFuture
+	seq uint64
+}
+
+// newBootID returns a process-unique id for this run's entries. It is not
+// part of the replicated state: the FSM only compares it to decide whether
+// to wake a local waiter.
+func newBootID() uint64 {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return uint64(time.Now().UnixNano())
+	}
+	return binary.LittleEndian.Uint64(b[:]) | 1
+}
+
+// Submit hands a client write to the log and returns its Future. It does
+// not wait for the write to apply. Requests submitted one after another
+// (from one goroutine, or serialised by the caller) enter the log in that
+// order. The leader stamps the entry with its clock; for OpCreateSession
+// it also assigns the session id.
+func (n *Node) Submit(r *Request) *Future {
+	f := newFuture()
+	select {
+	case <-n.stop:
+		f.complete(Result{Err: ErrStopped})
+		return f
+	default:
+	}
+	seq := n.seq.Add(1)
+	n.pending.Store(seq, f)
+	n.submitMu.Lock()
+	e := &entry{kind: kindRequest, origin: n.bootID, seq: seq, time: time.Now().UnixMilli(), req: *r}
+	if r.Op == jute.OpCreateSession {
+		e.req.SessionID = n.nextSession
+		n.nextSession++
+	}
+	af := n.raft.Apply(e.encode(), 0)
+	n.applyq <- pendingApply{af: af, seq: seq}
+	n.submitMu.Unlock()
+	return f
+}
+
+// applied runs on the apply goroutine for every request entry: it wakes
+// the waiter if the request was submitted by this process.
+func (n *Node) applied(origin, seq uint64, res Result) {
+	if origin != n.bootID {
+		return
+	}
+	if f, ok := n.pending.LoadAndDelete(seq); ok {
+		f.(*Future).complete(res)
+	}
+}
+
+// fail completes a pending request that never applied.
+func (n *Node) fail(seq uint64, err error) {
+	if f, ok := n.pending.LoadAndDelete(seq); ok {
+		f.(*Future).complete(Result{Err: err})
+	}
+}
+
+// completeLoop waits on raft's futures in submit order and fails the
+// requests raft could not commit (lost leadership, shutdown). Successful
+// ones were already completed by the FSM.
+func (n *Node) completeLoop() {
+	defer n.wg.Done()
+	for {
+		select {
+		case p := <-n.applyq:
+			if err := p.af.Error(); err != nil {
+				n.fail(p.seq, raftErr(err))
+			}
+		case <-n.stop:
+			for {
+				select {
+				case p := <-n.applyq:
+					n.fail(p.seq, ErrStopped)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+// raftErr maps raft's errors onto this package's.
+func raftErr(err error) error {
+	switch {
+	case errors.Is(err, raft.ErrRaftShutdown):
+		return ErrStopped
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return ErrNotLeader
+	}
+	return fmt.Errorf("zab: log append failed: %w", err)
+}
+
+// leaderLoop runs what only the leader does: on election it restarts every
+// session's clock; each tick it expires sessions; each container interval
+// it proposes deletes of empty containers and expired TTL nodes.
+func (n *Node) leaderLoop() {
+	defer n.wg.Done()
+	tick := time.NewTicker(n.cfg.TickTime)
+	defer tick.Stop()
+	sweep := time.NewTicker(n.cfg.ContainerCheckInterval)
+	defer sweep.Stop()
+	leading := false
+	for {
+		select {
+		case <-n.stop:
+			return
+		case l := <-n.raft.LeaderCh():
+			leading = l
+			if l {
+				ids, timeouts := n.fsm.sessionList()
+				for i, id := range ids {
+					n.tracker.Add(id, timeouts[i])
+				}
+				n.log.Info("leading: session clocks restarted", zap.Int("sessions", len(ids)))
+			}
+		case <-tick.C:
+			if !leading {
+				continue
+			}
+			if ids := n.tracker.Expired(); len(ids) > 0 {
+				for _, id := range ids {
+					n.log.Info("session expired", zap.String("session", fmt.Sprintf("0x%x", id)))
+				}
+				n.propose(&entry{kind: kindExpire, sessions: ids})
+			}
+		case <-sweep.C:
+			if !leading {
+				continue
+			}
+			max := int(int64(n.cfg.ContainerMaxPerMinute) * int64(n.cfg.ContainerCheckInterval) / int64(time.Minute))
+			if max < 1 {
+				max = 1
+			}
+			now := time.Now().UnixMilli()
+			if paths := n.Tree().ExpiryCandidates(now, max); len(paths) > 0 {
+				n.propose(&entry{kind: kindDeleteExpired, paths: paths})
+			}
+		}
+	}
+}
+
+// propose appends a leader-generated entry; nobody waits for it.
+func (n *Node) propose(e *entry) {
+	n.submitMu.Lock()
+	e.origin = n.bootID
+	e.time = time.Now().UnixMilli()
+	af := n.raft.Apply(e.encode(), 0)
+	n.submitMu.Unlock()
+	go func() {
+		if err := af.Error(); err != nil {
+			n.log.Warn("leader entry not committed", zap.Int("kind", int(e.kind)), zap.Error(err))
+		}
+	}()
+}
+
+// Close shuts raft down, fails requests still pending and closes the
+// store. It is safe to call more than once.
+func (n *Node) Close() error {
+	var err error
+	n.once.Do(func() {
+		err = n.raft.Shutdown().Error()
+		close(n.stop)
+		n.wg.Wait()
+		n.pending.Range(func(k, _ any) bool {
+			n.fail(k.(uint64), ErrStopped)
+			return true
+		})
+		if cerr := n.store.Close(); err == nil {
+			err = cerr
+		}
+	})
+	return err
+}
