@@ -1,0 +1,22 @@
+// Package store keeps hashicorp/raft's durable state for zab in one Pebble
+// database: the raft log (raft.LogStore), the stable store holding the
+// current term and vote (raft.StableStore), and snapshots
+// (raft.SnapshotStore), each under its own key prefix.
+//
+// Key layout (one byte prefix, then the suffix):
+//
+//	'l' + big-endian uint64 index  -> encoded raft.Log
+//	's' + key                       -> stable-store value
+//	'm' + snapshot id               -> snapshot meta (JSON)
+//	'p' + snapshot id               -> marker of a snapshot being written
+//	'c' + snapshot id + '/' + be64  -> snapshot chunk
+//
+// Every write that raft relies on being durable (StoreLogs, StoreLog, Set,
+// SetUint64 and a snapshot sink's Close) is committed with pebble.Sync, so
+// it is on disk when the call returns. StoreLogs writes its whole batch in
+// one Pebble batch: one WAL write and one fsync per raft append, and Pebble's
+// commit pipeline further merges the fsyncs of concurrent committers (group
+// commit).
+//
+// The package also adapts zap to the loggers raft (hclog) and Pebble expect.
+package store

@@ -1,0 +1,318 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/hashicorp/raft"
+)
+
+var _ raft.LogStore = (*Store)(nil)
+
+// logFormatV1 is the first byte of every encoded log entry.
+const logFormatV1 = 1
+
+// Flags of an encoded log entry.
+const (
+	flagAppendedAt = 1 << iota // AppendedAt is set (not the zero time)
+	flagData                   // Data is non-nil
+	flagExtensions             // Extensions is non-nil
+)
+
+// ErrCorruptLog is wrapped by errors decoding a stored log entry.
+var ErrCorruptLog = errors.New("store: corrupt log entry")
+
+// appendLog appends the encoding of l to buf: format byte, flags, uvarint
+// Index, uvarint Term, Type byte, varint AppendedAt in Unix nanoseconds (if
+// set), then Data and Extensions each as uvarint length and bytes (if
+// non-nil).
+func appendLog(buf []byte, l *raft.Log) []byte {
+	var flags byte
+	if !l.AppendedAt.IsZero() {
+		flags |= flagAppendedAt
+	}
+	if l.Data != nil {
+		flags |= flagData
+	}
+	if l.Extensions != nil {
+		flags |= flagExtensions
+	}
+	buf = append(buf, logFormatV1, flags)
+	buf = binary.AppendUvarint(buf, l.Index)
+	buf = binary.AppendUvarint(buf, l.Term)
+	buf = append(buf, byte(l.Type))
+	if flags&flagAppendedAt != 0 {
+		buf = binary.AppendVarint(buf, l.AppendedAt.UnixNano())
+	}
+	if l.Data != nil {
+		buf = binary.AppendUvarint(buf, uint64(len(l.Data)))
+		buf = append(buf, l.Data...)
+	}
+	if l.Extensions != nil {
+		buf = binary.AppendUvarint(buf, uint64(len(l.Extensions)))
+		buf = append(buf, l.Extensions...)
+	}
+	return buf
+}
+
+// decodeLog fills l from b, copying byte slices out of b (which Pebble
+// reuses after the value's closer is closed).
+func decodeLog(b []byte, l *raft.Log) error {
+	if len(b) < 2 || b[0] != logFormatV1 {
+		return fmt.Errorf("%w: bad header", ErrCorruptLog)
+	}
+	flags := b[1]
+	b = b[2:]
+	uv := func(what string) (uint64, error) {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return 0, fmt.Errorf("%w: bad %s", ErrCorruptLog, what)
+		}
+		b = b[n:]
+		return v, nil
+	}
+	bytesField := func(what string) ([]byte, error) {
+		n, err := uv(what)
+		if err != nil {
+			return nil, err
+		}
+		if n > uint64(len(b)) {
+			return nil, fmt.Errorf("%w: %s length %d exceeds %d bytes", ErrCorruptLog, what, n, len(b))
+		}
+		out := make([]byte, n)
+		copy(out, b[:n])
+		b = b[n:]
+		return out, nil
+	}
+	var err error
+	if l.Index, err = uv("index"); err != nil {
+		return err
+	}
+	if l.Term, err = uv("term"); err != nil {
+		return err
+	}
+	if len(b) < 1 {
+		return fmt.Errorf("%w: missing type", ErrCorruptLog)
+	}
+	l.Type = raft.LogType(b[0])
+	b = b[1:]
+	l.AppendedAt = time.Time{}
+	if flags&flagAppendedAt != 0 {
+		ns, n := binary.Varint(b)
+		if n <= 0 {
+			return fmt.Errorf("%w: bad appended-at", ErrCorruptLog)
+		}
+		b = b[n:]
+		l.AppendedAt = time.Unix(0, ns)
+	}
+	l.Data = nil
+	if flags&flagData != 0 {
+		if l.Data, err = bytesField("data"); err != nil {
+			return err
+		}
+	}
+	l.Extensions = nil
+	if flags&flagExtensions != 0 {
+		if l.Extensions, err = bytesField("extensions"); err != nil {
+			return err
+		}
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorruptLog, len(b))
+	}
+	return nil
+}
+
+// FirstIndex returns the lowest index in the log, or 0 if it is empty. It
+// reads a cached value.
+func (s *Store) FirstIndex() (uint64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	return s.first.Load(), nil
+}
+
+// LastIndex returns the highest index in the log, or 0 if it is empty. It
+// reads a cached value.
+func (s *Store) LastIndex() (uint64, error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	return s.last.Load(), nil
+}
+
+// GetLog fills log with entry index, or returns raft.ErrLogNotFound.
+func (s *Store) GetLog(index uint64, log *raft.Log) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	v, closer, err := s.db.Get(logKey(index))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return raft.ErrLogNotFound
+	}
+	if err != nil {
+		return fmt.Errorf("store: get log %d: %w", index, err)
+	}
+	err = decodeLog(v, log)
+	_ = closer.Close()
+	if err != nil {
+		return fmt.Errorf("store: log %d: %w", index, err)
+	}
+	return nil
+}
+
+// StoreLog stores one entry durably.
+func (s *Store) StoreLog(log *raft.Log) error {
+	return s.StoreLogs([]*raft.Log{log})
+}
+
+// StoreLogs stores the entries in one Pebble batch committed with
+// pebble.Sync: they are all on disk, or none is, when it returns. Entries
+// may overwrite existing indexes (raft truncates conflicting suffixes with
+// DeleteRange first).
+func (s *Store) StoreLogs(logs []*raft.Log) error {
+	if len(logs) == 0 {
+		return nil
+	}
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	b := s.db.NewBatch()
+	defer b.Close()
+	var (
+		buf       []byte
+		lo, hi    = logs[0].Index, logs[0].Index
+		dataBytes uint64
+		key       [9]byte
+	)
+	key[0] = prefixLog
+	for _, l := range logs {
+		binary.BigEndian.PutUint64(key[1:], l.Index)
+		buf = appendLog(buf[:0], l)
+		if err := b.Set(key[:], buf, nil); err != nil {
+			return fmt.Errorf("store: batch log %d: %w", l.Index, err)
+		}
+		lo, hi = min(lo, l.Index), max(hi, l.Index)
+		dataBytes += uint64(len(l.Data) + len(l.Extensions))
+	}
+	s.logMu.RLock()
+	defer s.logMu.RUnlock()
+	start := time.Now()
+	if err := b.Commit(s.writeOpts); err != nil {
+		return fmt.Errorf("store: commit logs %d-%d: %w", lo, hi, err)
+	}
+	s.lastCommitLatency.Store(int64(time.Since(start)))
+	s.appends.Add(1)
+	s.appendedEntries.Add(uint64(len(logs)))
+	s.appendedBytes.Add(dataBytes)
+	for {
+		f := s.first.Load()
+		if f != 0 && f <= lo {
+			break
+		}
+		if s.first.CompareAndSwap(f, lo) {
+			break
+		}
+	}
+	for {
+		l := s.last.Load()
+		if l >= hi {
+			break
+		}
+		if s.last.CompareAndSwap(l, hi) {
+			break
+		}
+	}
+	return nil
+}
+
+// DeleteRange deletes the entries with indexes in [min, max] and updates
+// the cached bounds. The deletion is synced like any other log write.
+func (s *Store) DeleteRange(min, max uint64) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	if min > max {
+		return nil
+	}
+	var end []byte
+	if max == ^uint64(0) {
+		end = []byte{prefixLog + 1}
+	} else {
+		end = logKey(max + 1)
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	if err := s.db.DeleteRange(logKey(min), end, s.writeOpts); err != nil {
+		return fmt.Errorf("store: delete logs %d-%d: %w", min, max, err)
+	}
+	first, last := s.first.Load(), s.last.Load()
+	if first == 0 && last == 0 {
+		return nil
+	}
+	if min <= first && max >= last {
+		s.first.Store(0)
+		s.last.Store(0)
+		return nil
+	}
+	if min <= first && max >= first {
+		f, err := s.seekFirstLog(max + 1)
+		if err != nil {
+			return err
+		}
+		s.first.Store(f)
+	}
+	if max >= last && min <= last {
+		l, err := s.seekLastLog(min - 1)
+		if err != nil {
+			return err
+		}
+		s.last.Store(l)
+	}
+	if s.first.Load() == 0 || s.last.Load() == 0 {
+		s.first.Store(0)
+		s.last.Store(0)
+	}
+	return nil
+}
+
+// seekFirstLog returns the lowest stored index >= from, or 0 if none.
+func (s *Store) seekFirstLog(from uint64) (uint64, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logKey(from), UpperBound: []byte{prefixLog + 1}})
+	if err != nil {
+		return 0, fmt.Errorf("store: iterate log: %w", err)
+	}
+	defer it.Close()
+	if !it.First() {
+		return 0, it.Error()
+	}
+	idx, ok := logKeyIndex(it.Key())
+	if !ok {
+		return 0, fmt.Errorf("store: bad log key %x", it.Key())
+	}
+	return idx, nil
+}
+
+// seekLastLog returns the highest stored index <= upto, or 0 if none.
+func (s *Store) seekLastLog(upto uint64) (uint64, error) {
+	upper := []byte{prefixLog + 1}
+	if upto != ^uint64(0) {
+		upper = logKey(upto + 1)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{prefixLog}, UpperBound: upper})
+	if err != nil {
+		return 0, fmt.Errorf("store: iterate log: %w", err)
+	}
+	defer it.Close()
+	if !it.Last() {
+		return 0, it.Error()
+	}
+	idx, ok := logKeyIndex(it.Key())
+	if !ok {
+		return 0, fmt.Errorf("store: bad log key %x", it.Key())
+	}
+	return idx, nil
+}
