@@ -186,3 +186,59 @@ func (c Code) Error() string {
 	}
 	return "unknown error " + strconv.Itoa(int(c))
 }
+
+var opNames = map[int32]string{
+	OpNotification:         "notification",
+	OpCreate:               "create",
+	OpDelete:               "delete",
+	OpExists:               "exists",
+	OpGetData:              "getData",
+	OpSetData:              "setData",
+	OpGetACL:               "getACL",
+	OpSetACL:               "setACL",
+	OpGetChildren:          "getChildren",
+	OpSync:                 "sync",
+	OpPing:                 "ping",
+	OpGetChildren2:         "getChildren2",
+	OpCheck:                "check",
+	OpMulti:                "multi",
+	OpCreate2:              "create2",
+	OpReconfig:             "reconfig",
+	OpCheckWatches:         "checkWatches",
+	OpRemoveWatches:        "removeWatches",
+	OpCreateContainer:      "createContainer",
+	OpDeleteContainer:      "deleteContainer",
+	OpCreateTTL:            "createTTL",
+	OpMultiRead:            "multiRead",
+	OpAuth:                 "auth",
+	OpSetWatches:           "setWatches",
+	OpSASL:                 "sasl",
+	OpGetEphemerals:        "getEphemerals",
+	OpGetAllChildrenNumber: "getAllChildrenNumber",
+	OpSetWatches2:          "setWatches2",
+	OpAddWatch:             "addWatch",
+	OpWhoAmI:               "whoAmI",
+	OpCreateSession:        "createSession",
+	OpCloseSession:         "closeSession",
+	OpError:                "error",
+}
+
+// OpName returns ZooKeeper's name of an opcode (ZooDefs.OpCode's field name,
+// e.g. "getChildren2"), or "op<n>" for a number ZooKeeper 3.8 does not
+// define. Logs, metrics and 4-letter words use it.
+func OpName(op int32) string {
+	if s, ok := opNames[op]; ok {
+		return s
+	}
+	return "op" + strconv.Itoa(int(op))
+}
+
+// OpByName returns the opcode whose OpName is name.
+func OpByName(name string) (int32, bool) {
+	for op, s := range opNames {
+		if s == name {
+			return op, true
+		}
+	}
+	return 0, false
+}

@@ -64,9 +64,10 @@ func NewRequest(op int32) (Record, bool) {
 // NewResponse returns a fresh zero response record for the successful reply
 // to a client opcode, so a client (or a test) can decode a reply body. Like
 // NewRequest it returns (nil, true) for opcodes whose reply has no body
-// (delete, ping, closeSession, auth, setWatches, setWatches2, addWatch,
-// checkWatches, removeWatches, check) and (nil, false) for opcodes a client
-// does not send. A failed request's reply is the ReplyHeader alone.
+// (delete, ping, closeSession, auth, setWatches, setWatches2, checkWatches,
+// removeWatches, check) and (nil, false) for opcodes a client does not send.
+// A successful addWatch is answered with ErrorResponse{0}, as ZooKeeper 3.8
+// does. A failed request's reply is the ReplyHeader alone.
 func NewResponse(op int32) (Record, bool) {
 	switch op {
 	case OpCreate:
@@ -99,8 +100,10 @@ func NewResponse(op int32) (Record, bool) {
 		return &GetAllChildrenNumberResponse{}, true
 	case OpWhoAmI:
 		return &WhoAmIResponse{}, true
+	case OpAddWatch:
+		return &ErrorResponse{}, true
 	case OpDelete, OpPing, OpCloseSession, OpAuth, OpSetWatches, OpSetWatches2,
-		OpAddWatch, OpCheckWatches, OpRemoveWatches, OpCheck:
+		OpCheckWatches, OpRemoveWatches, OpCheck:
 		return nil, true
 	}
 	return nil, false

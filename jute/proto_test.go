@@ -228,7 +228,11 @@ func TestMultiDecodeErrors(t *testing.T) {
 		rec   Record
 		want  error
 	}{
-		{"request/unknown op", func(e *Encoder) { hdr(e, OpExists, false, -1); (&ExistsRequest{Path: "/a"}).Encode(e); hdr(e, -1, true, -1) }, &MultiRequest{}, ErrBadMultiOp},
+		{"request/unknown op", func(e *Encoder) {
+			hdr(e, OpExists, false, -1)
+			(&ExistsRequest{Path: "/a"}).Encode(e)
+			hdr(e, -1, true, -1)
+		}, &MultiRequest{}, ErrBadMultiOp},
 		{"request/error type not done", func(e *Encoder) { hdr(e, -1, false, -1) }, &MultiRequest{}, ErrBadMultiOp},
 		{"request/mixed", func(e *Encoder) {
 			hdr(e, OpGetData, false, -1)
