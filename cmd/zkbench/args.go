@@ -1,0 +1,150 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// errHelp is returned by parseArgs for -h: usage was printed, exit 0.
+var errHelp = flag.ErrHelp
+
+// maxSize keeps a node's data under ZooKeeper's default jute.maxbuffer
+// (1,048,575 bytes) with room for the request's header and path.
+const maxSize = 1<<20 - 4096
+
+// workloads lists the -workload values.
+var workloads = []string{"create", "set", "get", "lock", "fill", "wait"}
+
+// config is zkbench's parsed command line.
+type config struct {
+	servers        []string
+	workload       string
+	clients        int
+	duration       time.Duration
+	warmup         time.Duration
+	locks          int
+	size           int
+	hold           time.Duration
+	json           bool
+	sessionTimeout time.Duration
+	root           string
+	count          int
+	path           string
+	timeout        time.Duration
+	verbose        bool
+}
+
+// parseArgs parses and validates zkbench's flags. Usage and flag errors go
+// to stderr.
+func parseArgs(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("zkbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	servers := fs.String("servers", "127.0.0.1:2181", "comma-separated `host:port` list of the servers")
+	fs.StringVar(&c.workload, "workload", "set", "one of "+strings.Join(workloads, ", "))
+	fs.IntVar(&c.clients, "clients", 8, "concurrent clients, one session each")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "measured time")
+	fs.DurationVar(&c.warmup, "warmup", 2*time.Second, "unmeasured time before -duration")
+	fs.IntVar(&c.locks, "locks", 1, "lock paths for -workload lock (equal to -clients: uncontended)")
+	fs.IntVar(&c.size, "size", 1024, "data bytes per node (create, set, get, fill)")
+	fs.DurationVar(&c.hold, "hold", 0, "time a lock is held before release")
+	fs.BoolVar(&c.json, "json", false, "print the result as one JSON object")
+	fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Second, "requested session timeout")
+	fs.StringVar(&c.root, "root", "", "parent of every node zkbench creates (default /zkbench-<pid>, /zkbench-fill for fill)")
+	fs.IntVar(&c.count, "count", 100000, "nodes to create for -workload fill")
+	fs.StringVar(&c.path, "path", "", "node to read for -workload wait")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "longest wait for -workload wait")
+	fs.BoolVar(&c.verbose, "v", false, "log the client library's messages to stderr")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: zkbench -servers host:port[,...] -workload %s -clients N -duration D [flags]\n",
+			strings.Join(workloads, "|"))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("zkbench: unexpected argument %q", fs.Arg(0))
+	}
+	for s := range strings.SplitSeq(*servers, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		host, port, err := net.SplitHostPort(s)
+		if err != nil || host == "" {
+			return config{}, fmt.Errorf("zkbench: -servers: %q is not host:port", s)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+			return config{}, fmt.Errorf("zkbench: -servers: bad port in %q", s)
+		}
+		c.servers = append(c.servers, s)
+	}
+	switch {
+	case len(c.servers) == 0:
+		return config{}, errors.New("zkbench: -servers is empty")
+	case !slices.Contains(workloads, c.workload):
+		return config{}, fmt.Errorf("zkbench: -workload %q: want one of %s", c.workload, strings.Join(workloads, ", "))
+	case c.clients < 1:
+		return config{}, fmt.Errorf("zkbench: -clients %d: want at least 1", c.clients)
+	case c.duration <= 0:
+		return config{}, fmt.Errorf("zkbench: -duration %v: want more than 0", c.duration)
+	case c.warmup < 0:
+		return config{}, fmt.Errorf("zkbench: -warmup %v: want 0 or more", c.warmup)
+	case c.size < 0 || c.size > maxSize:
+		return config{}, fmt.Errorf("zkbench: -size %d: want 0 to %d", c.size, maxSize)
+	case c.hold < 0:
+		return config{}, fmt.Errorf("zkbench: -hold %v: want 0 or more", c.hold)
+	case c.sessionTimeout <= 0:
+		return config{}, fmt.Errorf("zkbench: -session-timeout %v: want more than 0", c.sessionTimeout)
+	}
+	if c.workload == "lock" && (c.locks < 1 || c.locks > c.clients) {
+		return config{}, fmt.Errorf("zkbench: -locks %d: want 1 to -clients (%d)", c.locks, c.clients)
+	}
+	if c.workload == "fill" && c.count < 1 {
+		return config{}, fmt.Errorf("zkbench: -count %d: want at least 1", c.count)
+	}
+	if c.workload == "wait" {
+		if !validPath(c.path) {
+			return config{}, fmt.Errorf("zkbench: -workload wait needs -path, an absolute znode path (got %q)", c.path)
+		}
+		if c.timeout <= 0 {
+			return config{}, fmt.Errorf("zkbench: -timeout %v: want more than 0", c.timeout)
+		}
+	}
+	if c.root == "" {
+		c.root = fmt.Sprintf("/zkbench-%d", os.Getpid())
+		if c.workload == "fill" {
+			c.root = "/zkbench-fill"
+		}
+	}
+	if !validPath(c.root) || c.root == "/" || strings.HasPrefix(c.root, "/zookeeper") {
+		return config{}, fmt.Errorf("zkbench: -root %q: want an absolute path outside /zookeeper", c.root)
+	}
+	return c, nil
+}
+
+// validPath reports whether p is an absolute znode path without empty,
+// "." or ".." components and without a trailing slash.
+func validPath(p string) bool {
+	if p == "/" {
+		return true
+	}
+	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, "/") {
+		return false
+	}
+	for part := range strings.SplitSeq(p[1:], "/") {
+		if part == "" || part == "." || part == ".." {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+// benchAgainst runs every workload briefly against addr and checks that it
+// did work, made no errors and left nothing behind.
+func benchAgainst(t *testing.T, addr string) {
+	tests := []struct {
+		workload       string
+		clients, locks int
+	}{
+		{"create", 3, 0},
+		{"set", 3, 0},
+		{"get", 3, 0},
+		{"lock", 3, 1},
+		{"lock", 3, 3},
+	}
+	for _, tt := range tests {
+		args := []string{"-servers", addr, "-workload", tt.workload, "-clients", itoa(tt.clients),
+			"-duration", "400ms", "-warmup", "100ms", "-size", "100", "-root", "/zkbench-test"}
+		if tt.locks > 0 {
+			args = append(args, "-locks", itoa(tt.locks))
+		}
+		name := "workload=" + tt.workload
+		if tt.locks > 0 {
+			name += "/locks=" + itoa(tt.locks)
+		}
+		t.Run(name, func(t *testing.T) {
+			cfg, err := parseArgs(args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := run(context.Background(), cfg, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Ops == 0 || res.Errors != 0 || res.OpsPerSec <= 0 {
+				t.Fatalf("ops %d, errors %d (last %v), ops/s %.1f", res.Ops, res.Errors, res.lastErr, res.OpsPerSec)
+			}
+			if res.Seconds < 0.4 || res.Seconds > 5 {
+				t.Errorf("measured %.3fs, want about 0.4s", res.Seconds)
+			}
+			if res.Latency.P50 <= 0 || res.Latency.P50 > res.Latency.P99 || res.Latency.P99 > res.Latency.Max {
+				t.Errorf("latency quantiles out of order: %+v", res.Latency)
+			}
+			assertGone(t, addr, "/zkbench-test")
+		})
+	}
+
+	t.Run("fill and wait", func(t *testing.T) {
+		cfg, err := parseArgs([]string{"-servers", addr, "-workload", "fill", "-count", "300", "-clients", "4", "-size", "10", "-root", "/fill-test"}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := run(context.Background(), cfg, io.Discard)
+		if err != nil || res.Count != 300 {
+			t.Fatalf("fill: %+v, %v", res, err)
+		}
+		c := dial(t, addr)
+		kids, _, err := c.Children("/fill-test")
+		if err != nil || len(kids) != 300 {
+			t.Fatalf("fill left %d children, %v", len(kids), err)
+		}
+		cfg, err = parseArgs([]string{"-servers", addr, "-workload", "wait", "-path", fillPath("/fill-test", 299), "-timeout", "10s"}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err = run(context.Background(), cfg, io.Discard)
+		if err != nil || res.Seconds <= 0 || res.Seconds > 10 {
+			t.Fatalf("wait: %+v, %v", res, err)
+		}
+		cfg.path, cfg.timeout = "/fill-test/absent", 300*time.Millisecond
+		if _, err := run(context.Background(), cfg, io.Discard); err == nil || !strings.Contains(err.Error(), "not readable") {
+			t.Fatalf("wait for an absent node: %v", err)
+		}
+	})
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func dial(t *testing.T, addr string) *zk.Conn {
+	t.Helper()
+	cfg := config{servers: []string{addr}, sessionTimeout: 10 * time.Second}
+	c, err := connect(context.Background(), cfg, io.Discard, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+func assertGone(t *testing.T, addr, p string) {
+	t.Helper()
+	if ok, _, err := dial(t, addr).Exists(p); err != nil || ok {
+		t.Errorf("%s still exists (%v) after the run", p, err)
+	}
+}
+
+func TestIntegration_ZooKeeper(t *testing.T) {
+	s := zkproc.StartZooKeeper(t, zkproc.Options{})
+	benchAgainst(t, s.Addr)
+}
+
+func TestIntegration_Zkd(t *testing.T) {
+	s := zkproc.StartZkd(t, zkproc.Options{})
+	benchAgainst(t, s.Addr)
+}

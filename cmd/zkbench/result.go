@@ -1,0 +1,124 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// result is what one zkbench run measured. Latencies are in microseconds.
+type result struct {
+	Workload  string   `json:"workload"`
+	Servers   []string `json:"servers"`
+	Clients   int      `json:"clients"`
+	Locks     int      `json:"locks,omitempty"`
+	Size      int      `json:"size"`
+	Seconds   float64  `json:"seconds"`
+	Ops       uint64   `json:"ops"`
+	OpsPerSec float64  `json:"ops_per_sec"`
+	Errors    uint64   `json:"errors"`
+	Latency   latency  `json:"latency_us"`
+	// Count is the number of nodes created by fill.
+	Count int `json:"count,omitempty"`
+	// Path is the node wait read.
+	Path string `json:"path,omitempty"`
+
+	lastErr error
+}
+
+// latency summarizes a histogram in microseconds.
+type latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p999"`
+	Max  float64 `json:"max"`
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+func summarize(h *Histogram) latency {
+	return latency{
+		Mean: micros(h.Mean()),
+		P50:  micros(h.Quantile(0.50)),
+		P90:  micros(h.Quantile(0.90)),
+		P99:  micros(h.Quantile(0.99)),
+		P999: micros(h.Quantile(0.999)),
+		Max:  micros(h.Max()),
+	}
+}
+
+// collect merges the clients' counters into one result.
+func collect(cfg config, clients []*client, elapsed time.Duration) *result {
+	h := NewHistogram()
+	res := &result{Workload: cfg.workload, Servers: cfg.servers, Clients: cfg.clients, Size: cfg.size,
+		Seconds: elapsed.Seconds()}
+	if cfg.workload == "lock" {
+		res.Locks = cfg.locks
+		res.Size = 0
+	}
+	for _, c := range clients {
+		h.Merge(c.hist)
+		res.Ops += c.ops
+		res.Errors += c.errors
+		if c.last != nil {
+			res.lastErr = c.last
+		}
+	}
+	if elapsed > 0 {
+		res.OpsPerSec = float64(res.Ops) / elapsed.Seconds()
+	}
+	res.Latency = summarize(h)
+	return res
+}
+
+// write prints r as text, or as one line of JSON.
+func (r *result) write(w io.Writer, asJSON bool) error {
+	if asJSON {
+		return json.NewEncoder(w).Encode(r)
+	}
+	var b strings.Builder
+	switch r.Workload {
+	case "wait":
+		fmt.Fprintf(&b, "%s readable after %.3fs\n", r.Path, r.Seconds)
+	case "fill":
+		fmt.Fprintf(&b, "created %d nodes of %d bytes in %.3fs (%.0f creates/s, %d errors)\n",
+			r.Count, r.Size, r.Seconds, r.OpsPerSec, r.Errors)
+	default:
+		what, lat := "ops/s", "latency"
+		if r.Workload == "lock" {
+			what, lat = "lock ops/s", "acquire"
+		}
+		fmt.Fprintf(&b, "workload=%s clients=%d", r.Workload, r.Clients)
+		if r.Workload == "lock" {
+			fmt.Fprintf(&b, " locks=%d", r.Locks)
+		} else {
+			fmt.Fprintf(&b, " size=%d", r.Size)
+		}
+		fmt.Fprintf(&b, " servers=%s\n", strings.Join(r.Servers, ","))
+		fmt.Fprintf(&b, "%-10s %.1f (%d ops in %.2fs, %d errors)\n", what, r.OpsPerSec, r.Ops, r.Seconds, r.Errors)
+		l := r.Latency
+		fmt.Fprintf(&b, "%-10s p50=%s p90=%s p99=%s p999=%s max=%s mean=%s\n", lat,
+			fmtMicros(l.P50), fmtMicros(l.P90), fmtMicros(l.P99), fmtMicros(l.P999), fmtMicros(l.Max), fmtMicros(l.Mean))
+		if r.lastErr != nil {
+			fmt.Fprintf(&b, "last error: %v\n", r.lastErr)
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// fmtMicros prints a microsecond figure with a readable unit.
+func fmtMicros(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2fs", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.2fms", us/1e3)
+	default:
+		return fmt.Sprintf("%.0fµs", us)
+	}
+}

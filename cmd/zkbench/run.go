@@ -1,0 +1,322 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// acl is the ACL of every node zkbench creates.
+var acl = zk.WorldACL(zk.PermAll)
+
+// phases of a benchmark, shared by all clients.
+const (
+	phaseWarmup int32 = iota
+	phaseMeasure
+	phaseDone
+)
+
+// client is one session and its own counters, so the hot loop shares no
+// memory with other clients.
+type client struct {
+	id     int
+	conn   *zk.Conn
+	hist   *Histogram
+	ops    uint64
+	errors uint64
+	last   error
+}
+
+// run executes cfg's workload and returns its result. Progress and client
+// library messages go to logw.
+func run(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
+	switch cfg.workload {
+	case "wait":
+		return runWait(ctx, cfg, logw)
+	case "fill":
+		return runFill(ctx, cfg, logw)
+	}
+	return runBench(ctx, cfg, logw)
+}
+
+func logger(cfg config, logw io.Writer) zk.Logger {
+	if cfg.verbose {
+		return log.New(logw, "zk: ", log.LstdFlags|log.Lmicroseconds)
+	}
+	return log.New(io.Discard, "", 0)
+}
+
+// connect opens a session and waits until it is established.
+func connect(ctx context.Context, cfg config, logw io.Writer, timeout time.Duration) (*zk.Conn, error) {
+	conn, events, err := zk.Connect(cfg.servers, cfg.sessionTimeout, zk.WithLogger(logger(cfg, logw)), zk.WithLogInfo(false))
+	if err != nil {
+		return nil, fmt.Errorf("zkbench: connect: %w", err)
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return nil, errors.New("zkbench: connect: connection closed")
+			}
+			if ev.State == zk.StateHasSession {
+				go func() {
+					for range events { // go-zk drops events on a full channel; drain anyway
+					}
+				}()
+				return conn, nil
+			}
+			if ev.State == zk.StateExpired || ev.State == zk.StateAuthFailed {
+				conn.Close()
+				return nil, fmt.Errorf("zkbench: connect: %v", ev.State)
+			}
+		case <-t.C:
+			conn.Close()
+			return nil, fmt.Errorf("zkbench: connect to %v: no session after %v", cfg.servers, timeout)
+		case <-ctx.Done():
+			conn.Close()
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// connectAll opens n sessions in parallel.
+func connectAll(ctx context.Context, cfg config, logw io.Writer, n int) ([]*zk.Conn, error) {
+	conns := make([]*zk.Conn, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	for i := range conns {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			conns[i], errs[i] = connect(ctx, cfg, logw, 30*time.Second)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		closeAll(conns)
+		return nil, err
+	}
+	return conns, nil
+}
+
+func closeAll(conns []*zk.Conn) {
+	for _, c := range conns {
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+// ensurePath creates p and its missing ancestors as empty persistent nodes.
+func ensurePath(c *zk.Conn, p string) error {
+	if p == "/" {
+		return nil
+	}
+	if err := ensurePath(c, path.Dir(p)); err != nil {
+		return err
+	}
+	if _, err := c.Create(p, nil, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return fmt.Errorf("zkbench: create %s: %w", p, err)
+	}
+	return nil
+}
+
+// deleteTree deletes p and everything below it, depth first.
+func deleteTree(c *zk.Conn, p string) error {
+	children, _, err := c.Children(p)
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("zkbench: list %s: %w", p, err)
+	}
+	for _, ch := range children {
+		if err := deleteTree(c, path.Join(p, ch)); err != nil {
+			return err
+		}
+	}
+	if err := c.Delete(p, -1); err != nil && !errors.Is(err, zk.ErrNoNode) {
+		return fmt.Errorf("zkbench: delete %s: %w", p, err)
+	}
+	return nil
+}
+
+// op is one measured operation of a client, which returns its latency.
+type op func(c *client) (time.Duration, error)
+
+// runBench sets up cfg.root, runs the closed loops for warmup plus duration
+// and removes cfg.root again.
+func runBench(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
+	conns, err := connectAll(ctx, cfg, logw, cfg.clients)
+	if err != nil {
+		return nil, err
+	}
+	admin := conns[0]
+	clients := make([]*client, cfg.clients)
+	for i, c := range conns {
+		clients[i] = &client{id: i, conn: c, hist: NewHistogram()}
+	}
+	data := make([]byte, cfg.size)
+	for i := range data {
+		data[i] = byte('a' + i%26)
+	}
+
+	cleanup := func() error {
+		// Closing the sessions removes their ephemerals; then the tree.
+		closeAll(conns[1:])
+		err := deleteTree(admin, cfg.root)
+		admin.Close()
+		return err
+	}
+	var fn op
+	switch cfg.workload {
+	case "create":
+		err = setup(admin, cfg.root, cfg.clients, nil)
+		fn = func(c *client) (time.Duration, error) {
+			start := time.Now()
+			p, err := c.conn.Create(nodePath(cfg.root, c.id)+"/n-", data, zk.FlagEphemeralSequential, acl)
+			if err != nil {
+				return 0, fmt.Errorf("create: %w", err)
+			}
+			if err := c.conn.Delete(p, -1); err != nil {
+				return 0, fmt.Errorf("delete %s: %w", p, err)
+			}
+			return time.Since(start), nil
+		}
+	case "set":
+		err = setup(admin, cfg.root, cfg.clients, data)
+		fn = func(c *client) (time.Duration, error) {
+			start := time.Now()
+			_, err := c.conn.Set(nodePath(cfg.root, c.id), data, -1)
+			return time.Since(start), err
+		}
+	case "get":
+		err = setup(admin, cfg.root, cfg.clients, data)
+		fn = func(c *client) (time.Duration, error) {
+			start := time.Now()
+			got, _, err := c.conn.Get(nodePath(cfg.root, c.id))
+			if err == nil && len(got) != len(data) {
+				err = fmt.Errorf("get: %d bytes, want %d", len(got), len(data))
+			}
+			return time.Since(start), err
+		}
+	case "lock":
+		err = ensurePath(admin, cfg.root+"/locks")
+		for i := 0; err == nil && i < cfg.locks; i++ {
+			err = ensurePath(admin, lockPath(cfg.root, i))
+		}
+		fn = func(c *client) (time.Duration, error) {
+			l := zk.NewLock(c.conn, lockPath(cfg.root, c.id%cfg.locks), acl)
+			start := time.Now()
+			if err := l.Lock(); err != nil {
+				return 0, fmt.Errorf("lock: %w", err)
+			}
+			acquired := time.Since(start)
+			if cfg.hold > 0 {
+				time.Sleep(cfg.hold)
+			}
+			if err := l.Unlock(); err != nil {
+				return 0, fmt.Errorf("unlock: %w", err)
+			}
+			return acquired, nil
+		}
+	default:
+		err = fmt.Errorf("zkbench: unknown workload %q", cfg.workload)
+	}
+	if err != nil {
+		_ = cleanup()
+		return nil, err
+	}
+
+	elapsed := drive(ctx, clients, fn, cfg.warmup, cfg.duration)
+	res := collect(cfg, clients, elapsed)
+	if err := cleanup(); err != nil {
+		return res, err
+	}
+	if res.Ops == 0 && res.Errors > 0 {
+		return res, fmt.Errorf("zkbench: every operation failed, last: %v", res.lastErr)
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+func nodePath(root string, id int) string { return fmt.Sprintf("%s/c%04d", root, id) }
+func lockPath(root string, i int) string  { return fmt.Sprintf("%s/locks/l%04d", root, i) }
+
+// setup creates root and one node per client holding data (nil: empty).
+func setup(c *zk.Conn, root string, clients int, data []byte) error {
+	if err := ensurePath(c, root); err != nil {
+		return err
+	}
+	for i := range clients {
+		if _, err := c.Create(nodePath(root, i), data, 0, acl); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zkbench: create %s: %w", nodePath(root, i), err)
+		}
+	}
+	return nil
+}
+
+// drive runs fn in a closed loop on every client: warmup unmeasured, then
+// duration measured. An operation counts if it started inside the measured
+// window. It returns the measured window's length (shorter if ctx ended it).
+func drive(ctx context.Context, clients []*client, fn op, warmup, duration time.Duration) time.Duration {
+	var phase atomic.Int32
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		wg.Go(func() {
+			for {
+				p := phase.Load()
+				if p == phaseDone {
+					return
+				}
+				lat, err := fn(c)
+				if p != phaseMeasure {
+					continue
+				}
+				if err != nil {
+					c.errors++
+					c.last = err
+					if errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed) {
+						return
+					}
+					continue
+				}
+				c.ops++
+				c.hist.Record(lat)
+			}
+		})
+	}
+	wait := func(d time.Duration) bool {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	var elapsed time.Duration
+	if wait(warmup) {
+		start := time.Now()
+		phase.Store(phaseMeasure)
+		wait(duration)
+		elapsed = time.Since(start)
+	}
+	phase.Store(phaseDone)
+	wg.Wait()
+	return elapsed
+}
