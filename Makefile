@@ -1,0 +1,63 @@
+# zkd — build, test and benchmark targets. `make test` is the test command
+# (CI runs it through .ci/run).
+
+# Find go even when PATH lacks it (CI runs with a plain environment), and
+# put its directory on PATH for the scripts and tests started from here.
+GO ?= $(shell command -v go 2>/dev/null || echo /usr/local/go/bin/go)
+export PATH := $(patsubst %/,%,$(dir $(GO))):$(PATH)
+
+# The commands that exist today; bin/<name> is built for each.
+CMDS := $(notdir $(wildcard cmd/zkd cmd/zkbench cmd/zkcli))
+
+TEST_TIMEOUT ?= 20m
+FUZZTIME ?= 30s
+BENCHTIME ?= 200ms
+
+.PHONY: all build deps vet test test-go test-unit test-compat bench bench-vs-zk fuzz run clean
+
+all: build
+
+## build: bin/zkd, bin/zkbench and bin/zkcli (those that exist)
+build:
+	@mkdir -p bin
+	@for c in $(CMDS); do echo "$(GO) build -o bin/$$c ./cmd/$$c"; $(GO) build -o bin/$$c ./cmd/$$c || exit 1; done
+
+## deps: install (as root) or check the Debian packages the suites drive
+deps:
+	bash scripts/setup-deps.sh
+
+vet:
+	$(GO) vet ./...
+
+## test: THE test command — deps, go vet, go test -race, compat suites
+test: deps vet test-go test-compat
+
+test-go:
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## test-unit: fast run without the real-process integration tests
+test-unit:
+	$(GO) test -race -count=1 -skip Integration ./...
+
+## test-compat: client suites (Kazoo, Curator, …): every compat/<suite>/run
+test-compat:
+	GO=$(GO) bash scripts/test-compat.sh
+
+## bench: the Go benchmarks, briefly
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## bench-vs-zk: zkbench against zkd and ZooKeeper 3.8 side by side
+bench-vs-zk: build
+	bash scripts/bench-vs-zookeeper.sh
+
+## fuzz: every FuzzXxx target for $(FUZZTIME)
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+
+## run: zkd standalone on :2181 with data in ./zkd-data
+run: build
+	./bin/zkd
+
+clean:
+	rm -rf bin

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# fuzz.sh runs every FuzzXxx target of the module for FUZZTIME each
+# (default 30s), one after the other, and fails on the first crasher.
+# New crashers are saved by go test under the package's testdata/fuzz/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-30s}
+
+found=0
+while IFS= read -r file; do
+	dir=$(dirname "$file")
+	for fn in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)\(' "$file" | sed -E 's/^func (Fuzz[A-Za-z0-9_]+)\(/\1/'); do
+		found=$((found + 1))
+		echo "=== fuzz ./$dir $fn ($FUZZTIME)"
+		"$GO" test -run '^$' -fuzz "^${fn}\$" -fuzztime "$FUZZTIME" "./$dir"
+	done
+done < <(grep -rlE '^func Fuzz[A-Za-z0-9_]+\(' --include='*_test.go' . | sed 's|^\./||' | sort)
+echo "fuzz: $found targets, no crashers"

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# setup-deps.sh makes sure the Debian packages the test suites drive are
+# installed: the reference server (zookeeper), Kazoo for /usr/bin/python3
+# (python3-kazoo) and Curator's jars (libcurator-recipes-java). As root it
+# installs whatever is missing; otherwise it prints the command and fails.
+set -euo pipefail
+
+PKGS=(zookeeper python3-kazoo libcurator-recipes-java)
+
+installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+}
+
+missing=()
+for p in "${PKGS[@]}"; do
+	installed "$p" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "setup-deps: ${PKGS[*]} installed"
+	exit 0
+fi
+
+echo "setup-deps: missing Debian packages: ${missing[*]}"
+if ! command -v apt-get >/dev/null 2>&1; then
+	echo "setup-deps: apt-get not found; install ${PKGS[*]} (Debian/Ubuntu package names) by hand" >&2
+	exit 1
+fi
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup-deps: run: sudo apt-get update && sudo apt-get install -y ${PKGS[*]}" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update
+apt-get install -y "${missing[@]}"
+for p in "${missing[@]}"; do
+	installed "$p" || { echo "setup-deps: $p still not installed" >&2; exit 1; }
+done
+echo "setup-deps: installed ${missing[*]}"
