@@ -1,0 +1,40 @@
+package server
+
+import (
+	"context"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/zab"
+)
+
+// Backend is what the server needs from the replicated log; zab.Node
+// implements it. All methods are safe for concurrent use.
+type Backend interface {
+	// Submit hands a write to the log and returns at once; the Future
+	// completes when the write applied on this member or failed to enter
+	// the log. Requests submitted from one goroutine enter the log in that
+	// order. The server never modifies r after the call.
+	Submit(r *zab.Request) *zab.Future
+	// Tree returns the applied tree that reads are served from.
+	Tree() *datatree.Tree
+	// LastZxid returns the zxid of the last applied entry.
+	LastZxid() int64
+	// SessionTimeout reports whether session id is live, and its timeout
+	// in ms.
+	SessionTimeout(id int64) (int32, bool)
+	// Touch records that a packet arrived for session id; it returns false
+	// if the session is gone.
+	Touch(id int64) bool
+	// Sync returns once this member applied every entry committed before
+	// the call, or ctx is done.
+	Sync(ctx context.Context) error
+	// Mode names the member's role: "standalone", "leader", "follower" or
+	// "observer".
+	Mode() string
+}
+
+// SessionCounter is an optional Backend extension: the number of live
+// sessions, reported by mntr as zk_global_sessions.
+type SessionCounter interface {
+	SessionCount() int
+}

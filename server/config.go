@@ -1,0 +1,126 @@
+package server
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Config holds the client-side settings of a zkd member. Build it with
+// DefaultConfig, change what zoo.cfg says, and call Validate (New does).
+type Config struct {
+	// ClientAddr is the host:port the client listener binds, for
+	// ListenAndServe ("127.0.0.1:2181", ":2181"). Default ":2181".
+	ClientAddr string
+	// TickTime is ZooKeeper's basic time unit. Default 2s.
+	TickTime time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the negotiated session
+	// timeout. Zero means 2×TickTime and 20×TickTime.
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// MaxClientCnxns limits concurrent connections from one IP address;
+	// 0 means unlimited. Default 60.
+	MaxClientCnxns int
+	// MaxBuffer is jute.maxbuffer: the largest frame, in bytes, a client may
+	// send; a larger (or negative) length closes the connection. Default
+	// 0xfffff.
+	MaxBuffer int
+	// MaxOutQueueBytes caps the bytes of replies and events waiting to be
+	// written to one connection; past it the connection is closed so the
+	// apply goroutine never waits for a slow client. Default 64 MiB.
+	MaxOutQueueBytes int
+	// MaxPendingRequests is how many requests of one connection may wait in
+	// its pipeline before the server stops reading from it. Default 1000.
+	MaxPendingRequests int
+	// FourLetterWhitelist lists the 4-letter words that are answered
+	// (4lw.commands.whitelist); "*" allows all. Default ["srvr"].
+	FourLetterWhitelist []string
+	// SuperDigest is "super:<base64 sha1>" from
+	// zookeeper.DigestAuthenticationProvider.superDigest; a client that adds
+	// digest auth matching it becomes the superuser. "" disables it.
+	SuperDigest string
+	// Version is the version reported by srvr, stat, mntr and envi, before
+	// ", built on". Default "3.8.4-zkd".
+	Version string
+	// BuiltOn is the build date reported after Version, in ZooKeeper's
+	// "2006-01-02 15:04 UTC" form. Default "unknown".
+	BuiltOn string
+	// DataDir and DataLogDir are reported by conf, envi and dirs, whose sizes
+	// are the total bytes of the files below them.
+	DataDir, DataLogDir string
+	// ServerID is myid, reported by conf as serverId. Default 0.
+	ServerID int64
+	// ClientPort is reported by conf; 0 means the listener's port.
+	ClientPort int
+	// ConfExtra holds extra "key=value" lines appended to conf output, as
+	// ZooKeeper prints for ensembles (initLimit, syncLimit, membership…).
+	ConfExtra []string
+	// Logger receives the server's logs. Default zap.NewNop().
+	Logger *zap.Logger
+}
+
+// DefaultConfig returns ZooKeeper's defaults.
+func DefaultConfig() Config {
+	return Config{
+		ClientAddr:          ":2181",
+		TickTime:            2 * time.Second,
+		MinSessionTimeout:   4 * time.Second,
+		MaxSessionTimeout:   40 * time.Second,
+		MaxClientCnxns:      60,
+		MaxBuffer:           0xfffff,
+		MaxOutQueueBytes:    64 << 20,
+		MaxPendingRequests:  1000,
+		FourLetterWhitelist: []string{"srvr"},
+		Version:             "3.8.4-zkd",
+		BuiltOn:             "unknown",
+	}
+}
+
+// Validate reports the first bad field.
+func (c *Config) Validate() error {
+	switch {
+	case c.TickTime <= 0:
+		return fmt.Errorf("server: TickTime must be positive, got %v", c.TickTime)
+	case c.MinSessionTimeout < 0:
+		return fmt.Errorf("server: MinSessionTimeout must not be negative, got %v", c.MinSessionTimeout)
+	case c.MaxSessionTimeout < 0:
+		return fmt.Errorf("server: MaxSessionTimeout must not be negative, got %v", c.MaxSessionTimeout)
+	case c.minTimeout() > c.maxTimeout():
+		return fmt.Errorf("server: MinSessionTimeout %v exceeds MaxSessionTimeout %v", c.minTimeout(), c.maxTimeout())
+	case c.maxTimeout() > time.Duration(1<<31-1)*time.Millisecond:
+		return fmt.Errorf("server: MaxSessionTimeout %v does not fit in int32 ms", c.maxTimeout())
+	case c.MaxClientCnxns < 0:
+		return fmt.Errorf("server: MaxClientCnxns must not be negative, got %d", c.MaxClientCnxns)
+	case c.MaxBuffer <= 0:
+		return fmt.Errorf("server: MaxBuffer must be positive, got %d", c.MaxBuffer)
+	case c.MaxOutQueueBytes <= 0:
+		return fmt.Errorf("server: MaxOutQueueBytes must be positive, got %d", c.MaxOutQueueBytes)
+	case c.MaxPendingRequests <= 0:
+		return fmt.Errorf("server: MaxPendingRequests must be positive, got %d", c.MaxPendingRequests)
+	case c.SuperDigest != "" && !strings.Contains(c.SuperDigest, ":"):
+		return fmt.Errorf("server: SuperDigest must be user:base64digest, got %q", c.SuperDigest)
+	}
+	for _, w := range c.FourLetterWhitelist {
+		if w != "*" && len(w) != 4 {
+			return fmt.Errorf("server: FourLetterWhitelist entry %q is not a 4-letter word", w)
+		}
+	}
+	return nil
+}
+
+// minTimeout is the effective minimum session timeout.
+func (c *Config) minTimeout() time.Duration {
+	if c.MinSessionTimeout == 0 {
+		return 2 * c.TickTime
+	}
+	return c.MinSessionTimeout
+}
+
+// maxTimeout is the effective maximum session timeout.
+func (c *Config) maxTimeout() time.Duration {
+	if c.MaxSessionTimeout == 0 {
+		return 20 * c.TickTime
+	}
+	return c.MaxSessionTimeout
+}

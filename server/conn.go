@@ -1,0 +1,863 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/session"
+	"github.com/zkd/zkd/zab"
+)
+
+// requestHeaderSize is the encoded size of a jute.RequestHeader.
+const requestHeaderSize = 8
+
+// errFrameLength is returned by readFrame for a length prefix that is
+// negative or larger than Config.MaxBuffer.
+type errFrameLength struct{ n int32 }
+
+func (e errFrameLength) Error() string {
+	return fmt.Sprintf("server: frame length %d out of range", e.n)
+}
+
+// conn is one client connection. See the package documentation for its
+// goroutines.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	remote string
+	ip     string
+	br     *bufio.Reader
+	seq    uint64 // accept order, for listings
+
+	sessionID      atomic.Int64
+	timeout        atomic.Int32 // negotiated session timeout, ms
+	established    atomic.Int64 // ms since the epoch, 0 before the handshake
+	closingSession atomic.Bool  // a closeSession request is in flight
+	fourLetter     atomic.Bool  // the connection carries a 4-letter word
+
+	done      chan struct{}   // closed once by close
+	ctx       context.Context // cancelled by close
+	cancel    context.CancelFunc
+	closeOnce sync.Once
+	wg        sync.WaitGroup // the completer and the writer
+
+	slots     chan *slot    // requests in arrival order, to the completer
+	outSignal chan struct{} // capacity 1: the output queue has frames
+
+	out struct {
+		sync.Mutex
+		q         [][]byte
+		bytes     int
+		deferring bool     // a read is executing: hold events back
+		deferred  [][]byte // events held back during a read
+		sealed    bool     // no more frames: the writer closes once q drains
+	}
+
+	auth struct {
+		sync.Mutex
+		ids []jute.Id // authenticated ids, in the order they were added
+	}
+
+	recv    atomic.Int64 // packets received
+	sent    atomic.Int64 // packets sent
+	pending atomic.Int64 // requests received but not answered
+	lat     latencyStats
+	last    struct {
+		sync.Mutex
+		op       string
+		cxid     int32
+		zxid     int64
+		respTime time.Time
+		latency  int64
+	}
+}
+
+// slot is one request waiting in a connection's pipeline.
+type slot struct {
+	xid   int32
+	op    int32
+	start time.Time
+	path  string // for logs
+
+	req        jute.Record   // a read's decoded request
+	fut        *zab.Future   // a write's pending result
+	frame      []byte        // a reply computed by the reader
+	code       jute.Code     // an error reply computed at completion
+	closeAfter bool          // close the connection after this reply
+	done       chan struct{} // reads only: closed once executed
+}
+
+func newConn(s *Server, nc net.Conn, ip string) *conn {
+	c := &conn{
+		seq:       s.connSeq.Add(1),
+		s:         s,
+		nc:        nc,
+		remote:    nc.RemoteAddr().String(),
+		ip:        ip,
+		br:        bufio.NewReaderSize(nc, 16<<10),
+		done:      make(chan struct{}),
+		slots:     make(chan *slot, s.cfg.MaxPendingRequests),
+		outSignal: make(chan struct{}, 1),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	return c
+}
+
+// logger returns the server logger with the connection's keys.
+func (c *conn) logger() *zap.Logger {
+	return c.s.log.With(zap.String("session", hexID(c.sessionID.Load())), zap.String("remote", c.remote))
+}
+
+// close shuts the connection down once; it does not block.
+func (c *conn) close(reason string) {
+	c.closeOnce.Do(func() {
+		c.out.Lock()
+		c.out.sealed = true
+		c.out.Unlock()
+		close(c.done)
+		c.cancel()
+		c.nc.Close()
+		c.s.log.Debug("connection closed", zap.String("session", hexID(c.sessionID.Load())),
+			zap.String("remote", c.remote), zap.String("reason", reason))
+	})
+}
+
+// guard is deferred by every connection goroutine: a panic closes this
+// connection only.
+func (c *conn) guard(where string) {
+	if r := recover(); r != nil {
+		c.logger().Error("panic serving connection, closing it", zap.String("in", where),
+			zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		c.close("panic")
+	}
+}
+
+// serve runs the connection: 4-letter word or handshake, then the reader.
+// It returns after every goroutine of the connection ended.
+func (c *conn) serve() {
+	defer func() {
+		c.guard("reader")
+		c.close("reader done")
+		c.wg.Wait()
+		if c.sessionID.Load() != 0 {
+			if t := c.s.b.Tree(); t != nil {
+				t.RemoveWatcher(c)
+			}
+		}
+		c.s.removeConn(c)
+	}()
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
+	p, err := c.br.Peek(4)
+	if err != nil {
+		return
+	}
+	if isFourLetterWord(string(p)) {
+		c.fourLetter.Store(true)
+		c.serveFourLetter(string(p))
+		return
+	}
+	if !c.handshake() {
+		return
+	}
+	if !c.start(c.complete, "completer") || !c.start(c.writeLoop, "writer") {
+		return
+	}
+	c.readLoop()
+}
+
+// start runs f as one of the connection's goroutines.
+func (c *conn) start(f func(), name string) bool {
+	c.wg.Add(1)
+	ok := c.s.goAttach(func() {
+		defer c.wg.Done()
+		defer c.guard(name)
+		f()
+	})
+	if !ok {
+		c.wg.Done()
+	}
+	return ok
+}
+
+// readFrame reads one length-prefixed frame, enforcing MaxBuffer.
+func (c *conn) readFrame() ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(c.br, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(hdr[:]))
+	if n < 0 || int64(n) > int64(c.s.cfg.MaxBuffer) {
+		return nil, errFrameLength{n}
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(c.br, buf); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	c.recv.Add(1)
+	c.s.stats.packetsReceived.Add(1)
+	c.s.stats.bytesReceived.Add(int64(4 + n))
+	return buf, nil
+}
+
+// logReadError logs why reading from the client stopped.
+func (c *conn) logReadError(err error) {
+	var fl errFrameLength
+	switch {
+	case errors.As(err, &fl):
+		c.s.stats.largeRequestsRejected.Add(1)
+		c.logger().Warn("frame rejected: length out of range, closing connection",
+			zap.Int32("length", fl.n), zap.Int("maxBuffer", c.s.cfg.MaxBuffer))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.logger().Warn("frame rejected: truncated, closing connection", zap.Error(err))
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+		c.logger().Debug("client closed connection")
+	default:
+		c.logger().Debug("read failed, closing connection", zap.Error(err))
+	}
+}
+
+// writeDirect writes one frame synchronously; only the handshake and the
+// 4-letter words use it, before the writer runs.
+func (c *conn) writeDirect(frame []byte) error {
+	c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
+	_, err := c.nc.Write(frame)
+	if err == nil {
+		c.sent.Add(1)
+		c.s.stats.packetsSent.Add(1)
+	}
+	return err
+}
+
+// handshake reads the ConnectRequest and answers it. It returns true when
+// the connection carries a live session.
+func (c *conn) handshake() bool {
+	frame, err := c.readFrame()
+	if err != nil {
+		c.logReadError(err)
+		return false
+	}
+	var req jute.ConnectRequest
+	d := jute.NewDecoder(frame)
+	req.Decode(d)
+	if d.Err() != nil {
+		c.logger().Warn("connection refused: malformed connect request", zap.Error(d.Err()), zap.Int("length", len(frame)))
+		return false
+	}
+	if last := c.s.b.LastZxid(); req.LastZxidSeen > last {
+		c.logger().Warn("connection refused: client has seen a zxid this member has not applied",
+			zap.String("lastZxidSeen", hexID(req.LastZxidSeen)), zap.String("lastZxid", hexID(last)))
+		return false
+	}
+	lo := int32(c.s.cfg.minTimeout() / time.Millisecond)
+	hi := int32(c.s.cfg.maxTimeout() / time.Millisecond)
+	timeout := session.Negotiate(req.TimeOut, lo, hi)
+	resp := jute.ConnectResponse{HasReadOnly: req.HasReadOnly}
+	id := req.SessionId
+	if id == 0 {
+		fut := c.s.b.Submit(&zab.Request{Op: jute.OpCreateSession, Timeout: timeout})
+		select {
+		case <-fut.Done():
+		case <-c.done:
+			return false
+		}
+		res := fut.Result()
+		if res.Err != nil {
+			c.logger().Warn("connection refused: could not create session", zap.Error(res.Err))
+			return false
+		}
+		id = res.SessionID
+	} else if _, live := c.s.b.SessionTimeout(id); !live || !session.CheckPassword(id, req.Passwd) || !c.s.b.Touch(id) {
+		resp.Passwd = make([]byte, 16)
+		c.writeDirect(encodeFrame(&resp))
+		c.logger().Info("session reattach refused: unknown or expired session, or wrong password",
+			zap.String("requested", hexID(id)), zap.Bool("live", live))
+		return false
+	}
+	resp.TimeOut = timeout
+	resp.SessionId = id
+	resp.Passwd = session.Password(id)
+	c.sessionID.Store(id)
+	c.timeout.Store(timeout)
+	if old := c.s.registerSession(id, c); old != nil {
+		c.logger().Info("session moved to a new connection, closing the old one", zap.String("old", old.remote))
+		old.close("session moved to a new connection")
+	}
+	if err := c.writeDirect(encodeFrame(&resp)); err != nil {
+		c.logger().Debug("write of connect response failed", zap.Error(err))
+		return false
+	}
+	c.established.Store(time.Now().UnixMilli())
+	c.s.log.Info("session established", zap.String("session", hexID(id)), zap.String("remote", c.remote),
+		zap.Int32("timeout", timeout), zap.Bool("reattached", req.SessionId != 0))
+	return true
+}
+
+// readDeadline is how long the reader waits for the next packet: twice the
+// session timeout, past which the session is expired anyway.
+func (c *conn) readDeadline() time.Time {
+	return time.Now().Add(2 * time.Duration(c.timeout.Load()) * time.Millisecond)
+}
+
+// readLoop reads requests until the connection ends or a request ends it.
+func (c *conn) readLoop() {
+	var lastRead *slot // the latest read not known to be executed
+	for {
+		c.nc.SetReadDeadline(c.readDeadline())
+		frame, err := c.readFrame()
+		if err != nil {
+			c.logReadError(err)
+			return
+		}
+		if len(frame) < requestHeaderSize {
+			c.logger().Warn("frame rejected: shorter than a request header, closing connection", zap.Int("length", len(frame)))
+			return
+		}
+		var hdr jute.RequestHeader
+		hd := jute.NewDecoder(frame[:requestHeaderSize])
+		hdr.Decode(hd)
+		body := frame[requestHeaderSize:]
+		sl := &slot{xid: hdr.Xid, op: hdr.Type, start: time.Now()}
+
+		if !c.s.b.Touch(c.sessionID.Load()) {
+			sl.code, sl.closeAfter = jute.CodeSessionExpired, true
+			c.logger().Info("request for a session that is gone, closing connection", zap.String("op", opName(hdr.Type)))
+			c.push(sl)
+			<-c.done
+			return
+		}
+
+		switch hdr.Type {
+		case jute.OpPing:
+		case jute.OpAuth:
+			frame, ok := c.handleAuth(hdr.Xid, body)
+			if frame == nil {
+				return
+			}
+			sl.frame, sl.closeAfter = frame, !ok
+		case jute.OpSASL:
+			sl.frame = encodeReply(jute.ReplyHeader{Xid: hdr.Xid}, &jute.SetSASLResponse{})
+		case jute.OpCloseSession:
+			if !c.await(lastRead) {
+				return
+			}
+			c.closingSession.Store(true)
+			sl.fut = c.s.b.Submit(&zab.Request{Op: jute.OpCloseSession, SessionID: c.sessionID.Load(), Auth: c.authIDs()})
+			sl.closeAfter = true
+		default:
+			c.prepare(sl, body, &lastRead)
+		}
+		if !c.push(sl) {
+			return
+		}
+		if sl.closeAfter {
+			<-c.done
+			return
+		}
+	}
+}
+
+// prepare decodes a request other than ping, auth, sasl and closeSession:
+// a write is submitted at once (after earlier reads executed), a read is
+// left for the completer.
+func (c *conn) prepare(sl *slot, body []byte, lastRead **slot) {
+	rec, ok := jute.NewRequest(sl.op)
+	if !ok {
+		c.logger().Warn("unknown opcode, closing connection", zap.Int32("op", sl.op))
+		sl.frame = encodeReply(jute.ReplyHeader{Xid: sl.xid, Zxid: -1, Err: jute.CodeUnimplemented}, nil)
+		sl.closeAfter = true
+		return
+	}
+	if rec != nil {
+		d := jute.NewDecoder(body)
+		rec.Decode(d)
+		if d.Err() != nil {
+			c.logger().Debug("malformed request body", zap.String("op", opName(sl.op)), zap.Error(d.Err()))
+			sl.code = jute.CodeMarshallingError
+			return
+		}
+		sl.path = pathOf(rec)
+	}
+	switch sl.op {
+	case jute.OpReconfig:
+		sl.code = jute.CodeReconfigDisabled
+		return
+	case jute.OpMultiRead:
+		if !rec.(*jute.MultiRequest).IsRead() && len(rec.(*jute.MultiRequest).Ops) > 0 {
+			sl.code = jute.CodeMarshallingError
+			return
+		}
+	}
+	if isWrite(sl.op) {
+		if !c.await(*lastRead) {
+			sl.code = jute.CodeConnectionLoss
+			return
+		}
+		*lastRead = nil
+		sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(), Body: body})
+		return
+	}
+	sl.req = rec
+	sl.done = make(chan struct{})
+	*lastRead = sl
+}
+
+// await waits until read slot sl (if any) executed; false if the
+// connection closed first.
+func (c *conn) await(sl *slot) bool {
+	if sl == nil {
+		return true
+	}
+	select {
+	case <-sl.done:
+		return true
+	case <-c.done:
+		return false
+	}
+}
+
+// push hands a slot to the completer; false if the connection closed.
+func (c *conn) push(sl *slot) bool {
+	c.pending.Add(1)
+	c.s.stats.outstanding.Add(1)
+	select {
+	case c.slots <- sl:
+		return true
+	case <-c.done:
+		c.pending.Add(-1)
+		c.s.stats.outstanding.Add(-1)
+		return false
+	}
+}
+
+// isWrite reports whether a request goes through the log.
+func isWrite(op int32) bool {
+	switch op {
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti, jute.OpCheck:
+		return true
+	}
+	return false
+}
+
+// complete is the completer goroutine: it answers slots in order.
+func (c *conn) complete() {
+	for {
+		select {
+		case sl := <-c.slots:
+			if !c.finish(sl) {
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// finish produces the reply of one slot and queues it; false once the
+// connection is done.
+func (c *conn) finish(sl *slot) bool {
+	defer func() {
+		c.pending.Add(-1)
+		c.s.stats.outstanding.Add(-1)
+	}()
+	var (
+		hdr  = jute.ReplyHeader{Xid: sl.xid}
+		body jute.Record
+	)
+	switch {
+	case sl.frame != nil:
+		c.enqueue(sl.frame, sl.closeAfter)
+		c.account(sl, 0)
+		return !sl.closeAfter
+	case sl.code != jute.CodeOK:
+		hdr.Zxid, hdr.Err = c.s.b.LastZxid(), sl.code
+	case sl.op == jute.OpPing:
+		hdr.Zxid = c.s.b.LastZxid()
+	case sl.fut != nil:
+		select {
+		case <-sl.fut.Done():
+		case <-c.done:
+			return false
+		}
+		res := sl.fut.Result()
+		hdr.Zxid = res.Zxid
+		if hdr.Zxid == 0 {
+			hdr.Zxid = c.s.b.LastZxid()
+		}
+		hdr.Err = c.codeFor(sl, res.Err)
+		if res.Err == nil {
+			body = res.Resp
+		}
+		if sl.op == jute.OpCloseSession && res.Err == nil {
+			c.s.log.Info("session closed", zap.String("session", hexID(c.sessionID.Load())),
+				zap.String("remote", c.remote), zap.String("reason", "client request"))
+		}
+	case sl.op == jute.OpSync:
+		err := c.s.b.Sync(c.ctx)
+		hdr.Zxid = c.s.b.LastZxid()
+		hdr.Err = c.codeFor(sl, err)
+		if err == nil {
+			body = &jute.SyncResponse{Path: sl.path}
+		}
+	default:
+		c.execRead(sl)
+		return true
+	}
+	c.enqueue(encodeReply(hdr, body), sl.closeAfter)
+	c.account(sl, hdr.Zxid)
+	return !sl.closeAfter
+}
+
+// codeFor maps err for the reply of sl; unmapped errors are logged, and
+// errors that mean this member cannot serve the session close the
+// connection after the reply.
+func (c *conn) codeFor(sl *slot, err error) jute.Code {
+	code, fatal, known := errorCode(err)
+	if !known {
+		c.logger().Error("request failed with an unmapped error", zap.String("op", opName(sl.op)),
+			zap.String("path", sl.path), zap.Error(err))
+	}
+	if fatal {
+		c.logger().Info("member cannot serve the request, closing connection", zap.String("op", opName(sl.op)), zap.Error(err))
+		sl.closeAfter = true
+	}
+	return code
+}
+
+// account records a completed request in the connection's and server's
+// statistics.
+func (c *conn) account(sl *slot, zxid int64) {
+	now := time.Now()
+	lat := now.Sub(sl.start).Milliseconds()
+	c.lat.add(lat)
+	c.s.stats.latency.add(lat)
+	c.last.Lock()
+	c.last.op = opName(sl.op)
+	if sl.xid >= 0 {
+		c.last.cxid = sl.xid
+	}
+	if zxid != 0 {
+		c.last.zxid = zxid
+	}
+	c.last.respTime = now
+	c.last.latency = lat
+	c.last.Unlock()
+}
+
+// execRead runs a read against the tree and queues its reply. Events
+// raised meanwhile are held back until the reply is queued, so a client
+// always receives the reply that set a watch before that watch's event.
+func (c *conn) execRead(sl *slot) {
+	hold := sl.op != jute.OpSetWatches && sl.op != jute.OpSetWatches2
+	if hold {
+		c.out.Lock()
+		c.out.deferring = true
+		c.out.Unlock()
+	}
+	body, err := c.read(sl)
+	hdr := jute.ReplyHeader{Xid: sl.xid, Zxid: c.s.b.LastZxid(), Err: c.codeFor(sl, err)}
+	if err != nil {
+		body = nil
+	}
+	frame := encodeReply(hdr, body)
+	close(sl.done)
+	if hold {
+		c.out.Lock()
+		c.out.deferring = false
+		deferred := c.out.deferred
+		c.out.deferred = nil
+		c.out.Unlock()
+		c.enqueue(frame, false, deferred...)
+	} else {
+		c.enqueue(frame, false)
+	}
+	c.account(sl, hdr.Zxid)
+}
+
+// watcher returns c as a datatree watcher when watch is set, else nil.
+func (c *conn) watcher(watch bool) datatree.Watcher {
+	if watch {
+		return c
+	}
+	return nil
+}
+
+// read executes a read request and returns its response record.
+func (c *conn) read(sl *slot) (jute.Record, error) {
+	t := c.s.b.Tree()
+	switch r := sl.req.(type) {
+	case *jute.ExistsRequest:
+		st, err := t.Exists(r.Path, c.watcher(r.Watch))
+		return &jute.ExistsResponse{Stat: st}, err
+	case *jute.GetDataRequest:
+		data, st, err := t.GetData(r.Path, c.authIDs(), c.watcher(r.Watch))
+		return &jute.GetDataResponse{Data: data, Stat: st}, err
+	case *jute.GetChildrenRequest:
+		kids, _, err := t.GetChildren(r.Path, c.authIDs(), c.watcher(r.Watch))
+		return &jute.GetChildrenResponse{Children: nonNil(kids)}, err
+	case *jute.GetChildren2Request:
+		kids, st, err := t.GetChildren(r.Path, c.authIDs(), c.watcher(r.Watch))
+		return &jute.GetChildren2Response{Children: nonNil(kids), Stat: st}, err
+	case *jute.GetACLRequest:
+		acl, st, err := t.GetACL(r.Path, c.authIDs())
+		return &jute.GetACLResponse{Acl: acl, Stat: st}, err
+	case *jute.GetEphemeralsRequest:
+		return &jute.GetEphemeralsResponse{Ephemerals: nonNil(t.GetEphemerals(c.sessionID.Load(), r.PrefixPath))}, nil
+	case *jute.GetAllChildrenNumberRequest:
+		n, err := t.GetAllChildrenNumber(r.Path, c.authIDs())
+		return &jute.GetAllChildrenNumberResponse{TotalNumber: n}, err
+	case *jute.CheckWatchesRequest:
+		return nil, t.CheckWatches(r.Path, c, r.Type)
+	case *jute.RemoveWatchesRequest:
+		return nil, t.RemoveWatches(r.Path, c, r.Type)
+	case *jute.AddWatchRequest:
+		// ZooKeeper answers addWatch with an ErrorResponse body of 0.
+		return &jute.ErrorResponse{}, t.AddWatch(r.Path, c, r.Mode)
+	case *jute.SetWatches:
+		t.SetWatches(r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches, nil, nil, c)
+		return nil, nil
+	case *jute.SetWatches2:
+		t.SetWatches(r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches,
+			r.PersistentWatches, r.PersistentRecursiveWatches, c)
+		return nil, nil
+	case *jute.MultiRequest:
+		return c.multiRead(t, r), nil
+	case nil:
+		if sl.op == jute.OpWhoAmI {
+			return c.whoAmI(), nil
+		}
+	}
+	return nil, fmt.Errorf("server: no read handler for op %d", sl.op)
+}
+
+// multiRead runs each read of a multiRead on its own: a failed op gives an
+// error result and the others still run, as in ZooKeeper.
+func (c *conn) multiRead(t *datatree.Tree, r *jute.MultiRequest) *jute.MultiResponse {
+	resp := &jute.MultiResponse{Results: make([]jute.MultiResult, 0, len(r.Ops))}
+	auth := c.authIDs()
+	for _, op := range r.Ops {
+		var (
+			rec jute.Record
+			err error
+		)
+		switch q := op.Req.(type) {
+		case *jute.GetDataRequest:
+			var data []byte
+			var st jute.Stat
+			data, st, err = t.GetData(q.Path, auth, c.watcher(q.Watch))
+			rec = &jute.GetDataResponse{Data: data, Stat: st}
+		case *jute.GetChildrenRequest:
+			var kids []string
+			kids, _, err = t.GetChildren(q.Path, auth, c.watcher(q.Watch))
+			rec = &jute.GetChildrenResponse{Children: nonNil(kids)}
+		default:
+			err = jute.CodeMarshallingError
+		}
+		if err != nil {
+			code, _, _ := errorCode(err)
+			resp.Results = append(resp.Results, jute.MultiResult{Type: jute.OpError, Err: code})
+			continue
+		}
+		resp.Results = append(resp.Results, jute.MultiResult{Type: op.Type, Resp: rec})
+	}
+	return resp
+}
+
+// nonNil turns a nil list into an empty one, which jute writes as length 0
+// rather than -1, as ZooKeeper does.
+func nonNil(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}
+
+// Notify queues a watch event for the client. The tree calls it from the
+// apply goroutine; it never blocks.
+func (c *conn) Notify(ev jute.WatcherEvent) {
+	frame := encodeReply(jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1}, &ev)
+	c.out.Lock()
+	if c.out.sealed {
+		c.out.Unlock()
+		return
+	}
+	if c.out.deferring {
+		c.out.deferred = append(c.out.deferred, frame)
+		c.out.bytes += len(frame)
+	} else {
+		c.out.q = append(c.out.q, frame)
+		c.out.bytes += len(frame)
+	}
+	over := c.out.bytes > c.s.cfg.MaxOutQueueBytes
+	c.out.Unlock()
+	c.signal()
+	if over {
+		c.overflow()
+	}
+}
+
+// enqueue appends a reply, and then any events held back behind it, to the
+// output queue. closeAfter seals the queue: the writer closes the
+// connection once it is written.
+func (c *conn) enqueue(frame []byte, closeAfter bool, after ...[]byte) {
+	c.out.Lock()
+	if c.out.sealed {
+		c.out.Unlock()
+		return
+	}
+	c.out.q = append(c.out.q, frame)
+	c.out.q = append(c.out.q, after...)
+	c.out.bytes += len(frame)
+	if closeAfter {
+		c.out.sealed = true
+	}
+	over := c.out.bytes > c.s.cfg.MaxOutQueueBytes
+	c.out.Unlock()
+	c.signal()
+	if over {
+		c.overflow()
+	}
+}
+
+func (c *conn) signal() {
+	select {
+	case c.outSignal <- struct{}{}:
+	default:
+	}
+}
+
+// overflow closes a connection whose client does not read fast enough.
+func (c *conn) overflow() {
+	c.logger().Warn("closing connection: client does not read its replies and events",
+		zap.Int("maxOutQueueBytes", c.s.cfg.MaxOutQueueBytes))
+	c.close("output queue over limit")
+}
+
+// writeLoop is the writer goroutine.
+func (c *conn) writeLoop() {
+	bw := bufio.NewWriterSize(c.nc, 32<<10)
+	var batch [][]byte
+	for {
+		select {
+		case <-c.outSignal:
+		case <-c.done:
+			return
+		}
+		for {
+			c.out.Lock()
+			batch, c.out.q = c.out.q, batch[:0]
+			c.out.bytes -= sizeOf(batch)
+			sealed := c.out.sealed
+			c.out.Unlock()
+			if len(batch) == 0 {
+				if sealed {
+					c.close("closed after reply")
+					return
+				}
+				break
+			}
+			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
+			for _, f := range batch {
+				if _, err := bw.Write(f); err != nil {
+					c.logger().Debug("write failed, closing connection", zap.Error(err))
+					c.close("write failed")
+					return
+				}
+			}
+			if err := bw.Flush(); err != nil {
+				c.logger().Debug("write failed, closing connection", zap.Error(err))
+				c.close("write failed")
+				return
+			}
+			c.sent.Add(int64(len(batch)))
+			c.s.stats.packetsSent.Add(int64(len(batch)))
+			clear(batch)
+		}
+	}
+}
+
+func sizeOf(frames [][]byte) int {
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	return n
+}
+
+// encodeReply returns a frame: length prefix, reply header, optional body.
+func encodeReply(hdr jute.ReplyHeader, body jute.Record) []byte {
+	e := jute.NewEncoder(make([]byte, 4, 64))
+	hdr.Encode(e)
+	if body != nil {
+		body.Encode(e)
+	}
+	b := e.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// encodeFrame returns a frame holding one record, as the connect response.
+func encodeFrame(r jute.Record) []byte {
+	e := jute.NewEncoder(make([]byte, 4, 64))
+	r.Encode(e)
+	b := e.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// pathOf returns the path a request names, for logs and sync replies.
+func pathOf(r jute.Record) string {
+	switch q := r.(type) {
+	case *jute.CreateRequest:
+		return q.Path
+	case *jute.CreateTTLRequest:
+		return q.Path
+	case *jute.DeleteRequest:
+		return q.Path
+	case *jute.SetDataRequest:
+		return q.Path
+	case *jute.SetACLRequest:
+		return q.Path
+	case *jute.ExistsRequest:
+		return q.Path
+	case *jute.GetDataRequest:
+		return q.Path
+	case *jute.GetChildrenRequest:
+		return q.Path
+	case *jute.GetChildren2Request:
+		return q.Path
+	case *jute.GetACLRequest:
+		return q.Path
+	case *jute.SyncRequest:
+		return q.Path
+	case *jute.CheckVersionRequest:
+		return q.Path
+	case *jute.CheckWatchesRequest:
+		return q.Path
+	case *jute.RemoveWatchesRequest:
+		return q.Path
+	case *jute.AddWatchRequest:
+		return q.Path
+	case *jute.GetAllChildrenNumberRequest:
+		return q.Path
+	case *jute.GetEphemeralsRequest:
+		return q.PrefixPath
+	}
+	return ""
+}

@@ -1,0 +1,36 @@
+// Package server is the client side of zkd: it accepts TCP connections that
+// speak ZooKeeper 3.8's client protocol, performs the connect handshake, runs
+// one ordered request pipeline per connection (reads served from the local
+// tree, writes handed to the log through a Backend), delivers watch events,
+// authenticates clients, enforces limits and answers the 4-letter words.
+//
+// # Connections
+//
+// Each connection has three goroutines, all started through Server.goAttach
+// so that Close can wait for them:
+//
+//   - the reader decodes frames, touches the session, submits writes to the
+//     Backend at once (so consecutive writes are pipelined into the log) and
+//     queues every request as a slot, in arrival order;
+//   - the completer takes slots in order: it waits for a write's Future,
+//     executes reads against the tree (so a read sees every earlier request
+//     of its session), and appends each reply to the output queue;
+//   - the writer drains the output queue onto the socket.
+//
+// Watch events are appended to the same output queue synchronously from
+// Notify, which the apply goroutine calls; the queue is unbounded but capped
+// (Config.MaxOutQueueBytes): a connection whose queue grows past the cap is
+// closed, so a slow client never blocks the apply goroutine. While the
+// completer executes a read that may register a watch, events are held back
+// and appended right after that read's reply, so a client never sees an
+// event for a watch whose registering reply it has not received yet.
+//
+// A write is submitted only after every earlier read of its connection has
+// executed, so reads never observe writes sent after them.
+//
+// # Lock order
+//
+// Server.mu may be held while taking conn.out.mu, never the reverse.
+// conn.auth.mu is a leaf. No server or connection lock is held while calling
+// into the Backend or the tree.
+package server

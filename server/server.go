@@ -1,0 +1,357 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// ErrClosed is returned by Serve when it is called after Close.
+var ErrClosed = errors.New("server: closed")
+
+// Server accepts ZooKeeper client connections and serves them from a
+// Backend. Create it with New, run Serve (or ListenAndServe), stop it with
+// Close.
+type Server struct {
+	cfg       Config
+	b         Backend
+	log       *zap.Logger
+	whitelist map[string]bool // nil: every word is allowed
+	start     time.Time
+
+	wg   sync.WaitGroup // every goroutine started through goAttach
+	quit chan struct{}  // closed once by Close
+
+	mu struct {
+		sync.Mutex
+		closed   bool
+		ln       net.Listener
+		conns    map[*conn]struct{}
+		sessions map[int64]*conn // established connection of each session
+		perIP    map[string]int
+	}
+
+	stats   serverStats
+	connSeq atomic.Uint64
+}
+
+// New checks cfg and returns a Server that serves clients from b.
+func New(cfg Config, b Backend) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if b == nil {
+		return nil, errors.New("server: nil Backend")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Version == "" {
+		cfg.Version = DefaultConfig().Version
+	}
+	if cfg.BuiltOn == "" {
+		cfg.BuiltOn = DefaultConfig().BuiltOn
+	}
+	s := &Server{
+		cfg:   cfg,
+		b:     b,
+		log:   cfg.Logger,
+		start: time.Now(),
+		quit:  make(chan struct{}),
+	}
+	s.whitelist = map[string]bool{}
+	for _, w := range cfg.FourLetterWhitelist {
+		w = strings.TrimSpace(w)
+		if w == "*" {
+			s.whitelist = nil
+			break
+		}
+		s.whitelist[w] = true
+	}
+	s.mu.conns = map[*conn]struct{}{}
+	s.mu.sessions = map[int64]*conn{}
+	s.mu.perIP = map[string]int{}
+	s.stats.reset()
+	return s, nil
+}
+
+// ListenAndServe listens on Config.ClientAddr and serves until Close.
+func (s *Server) ListenAndServe() error {
+	ln, err := net.Listen("tcp", s.cfg.ClientAddr)
+	if err != nil {
+		return fmt.Errorf("server: listen %s: %w", s.cfg.ClientAddr, err)
+	}
+	return s.Serve(ln)
+}
+
+// Serve accepts connections on ln until Close, then returns nil. It takes
+// ownership of ln.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		ln.Close()
+		return ErrClosed
+	}
+	if s.mu.ln != nil {
+		s.mu.Unlock()
+		return errors.New("server: Serve called twice")
+	}
+	s.mu.ln = ln
+	s.mu.Unlock()
+	s.log.Info("serving clients", zap.String("addr", ln.Addr().String()))
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.quit:
+				return nil
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed, retrying", zap.Error(err), zap.Duration("backoff", backoff))
+				select {
+				case <-time.After(backoff):
+				case <-s.quit:
+					return nil
+				}
+				continue
+			}
+			return fmt.Errorf("server: accept: %w", err)
+		}
+		backoff = 0
+		s.accept(nc)
+	}
+}
+
+// isTemporary reports accept errors worth retrying, such as running out
+// of file descriptors.
+func isTemporary(err error) bool {
+	var t interface{ Temporary() bool }
+	return errors.As(err, &t) && t.Temporary()
+}
+
+// accept registers a new connection, enforcing MaxClientCnxns, and starts
+// its goroutines.
+func (s *Server) accept(nc net.Conn) {
+	ip := remoteIP(nc.RemoteAddr())
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if limit := s.cfg.MaxClientCnxns; limit > 0 && s.mu.perIP[ip] >= limit {
+		s.mu.Unlock()
+		s.stats.connectionRejected.Add(1)
+		s.log.Warn("connection refused: too many connections from this address",
+			zap.String("remote", nc.RemoteAddr().String()), zap.Int("maxClientCnxns", limit))
+		nc.Close()
+		return
+	}
+	c := newConn(s, nc, ip)
+	s.mu.perIP[ip]++
+	s.mu.conns[c] = struct{}{}
+	s.mu.Unlock()
+	if !s.goAttach(c.serve) {
+		c.close("server closing")
+		s.removeConn(c)
+	}
+}
+
+// removeConn forgets c: its address slot and, if c still holds it, its
+// session's registration.
+func (s *Server) removeConn(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.mu.conns[c]; !ok {
+		return
+	}
+	delete(s.mu.conns, c)
+	if s.mu.perIP[c.ip]--; s.mu.perIP[c.ip] <= 0 {
+		delete(s.mu.perIP, c.ip)
+	}
+	if id := c.sessionID.Load(); id != 0 && s.mu.sessions[id] == c {
+		delete(s.mu.sessions, id)
+	}
+}
+
+// registerSession makes c the connection of session id and returns the
+// connection it replaces, if any.
+func (s *Server) registerSession(id int64, c *conn) (old *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old = s.mu.sessions[id]
+	if old == c {
+		old = nil
+	}
+	s.mu.sessions[id] = c
+	return old
+}
+
+// goAttach runs f in a goroutine counted by the server's WaitGroup. It
+// returns false, without running f, once Close has begun.
+func (s *Server) goAttach(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// Close stops accepting, closes every connection and waits for every
+// goroutine of the server. Sessions stay alive in the Backend: clients
+// reconnect elsewhere. Close is idempotent.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.mu.closed = true
+	close(s.quit)
+	var err error
+	if s.mu.ln != nil {
+		err = s.mu.ln.Close()
+	}
+	conns := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.close("server closing")
+	}
+	s.wg.Wait()
+	if err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("server: close listener: %w", err)
+	}
+	return nil
+}
+
+// SessionClosed closes the connection of session id, if this server holds
+// one, because the session was closed or expired. zab calls it from its
+// apply goroutine; it does not block. A connection that itself asked to
+// close the session is left to send its reply first.
+func (s *Server) SessionClosed(id int64) {
+	s.mu.Lock()
+	c := s.mu.sessions[id]
+	s.mu.Unlock()
+	if c == nil || c.closingSession.Load() {
+		return
+	}
+	s.log.Info("session closed", zap.String("session", hexID(id)),
+		zap.String("remote", c.remote), zap.String("reason", "closed or expired"))
+	c.close("session closed or expired")
+}
+
+// Addr returns the listener's address, or nil before Serve.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.ln == nil {
+		return nil
+	}
+	return s.mu.ln.Addr()
+}
+
+// connections returns a snapshot of the open connections.
+func (s *Server) connections() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// remoteIP returns the IP part of a remote address.
+func remoteIP(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.IP.String()
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	return host
+}
+
+// hexID formats a session id or zxid as ZooKeeper logs it: 0x and lower
+// case hex.
+func hexID(id int64) string { return fmt.Sprintf("0x%x", uint64(id)) }
+
+// serverStats are the server-wide counters behind srvr, stat and mntr.
+type serverStats struct {
+	packetsReceived       atomic.Int64
+	packetsSent           atomic.Int64
+	bytesReceived         atomic.Int64
+	connectionRejected    atomic.Int64
+	authFailed            atomic.Int64
+	largeRequestsRejected atomic.Int64
+	outstanding           atomic.Int64
+	latency               latencyStats
+}
+
+// reset clears the counters srst clears.
+func (st *serverStats) reset() {
+	st.packetsReceived.Store(0)
+	st.packetsSent.Store(0)
+	st.latency.reset()
+}
+
+// latencyStats tracks min, max and mean of request latencies in ms.
+type latencyStats struct {
+	mu    sync.Mutex
+	min   int64
+	max   int64
+	sum   int64
+	count int64
+}
+
+func (l *latencyStats) reset() {
+	l.mu.Lock()
+	l.min, l.max, l.sum, l.count = 0, 0, 0, 0
+	l.mu.Unlock()
+}
+
+func (l *latencyStats) add(ms int64) {
+	l.mu.Lock()
+	if l.count == 0 || ms < l.min {
+		l.min = ms
+	}
+	if ms > l.max {
+		l.max = ms
+	}
+	l.sum += ms
+	l.count++
+	l.mu.Unlock()
+}
+
+// snapshot returns min, mean and max (0 when nothing was recorded).
+func (l *latencyStats) snapshot() (lo int64, avg float64, hi int64, n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.count == 0 {
+		return 0, 0, 0, 0
+	}
+	return l.min, float64(l.sum) / float64(l.count), l.max, l.count
+}
