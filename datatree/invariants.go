@@ -1,0 +1,128 @@
+package datatree
+
+import (
+	"fmt"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// CheckInvariants verifies the tree's internal consistency and returns the
+// first violation: parent links and child names, node and data-size
+// counters, the ephemeral, container and TTL indexes, ACL reference counts,
+// and the watch tables' counters. It walks everything and is meant for
+// tests (zab's included).
+func (t *Tree) CheckInvariants() error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	nodes := 0
+	var size int64
+	aclRefs := make(map[*aclEntry]int)
+	eph := make(map[int64]int)
+	conts, ttls := 0, 0
+	var err error
+	var walk func(n *node, path string)
+	walk = func(n *node, path string) {
+		if err != nil {
+			return
+		}
+		nodes++
+		p := path
+		if p == "" {
+			p = "/"
+		}
+		size += int64(len(p) + len(n.data))
+		aclRefs[n.acl]++
+		if n.children != nil && len(n.children) == 0 {
+			err = fmt.Errorf("datatree: %s: empty non-nil children map", p)
+			return
+		}
+		switch t.ephemeralType(n.stat.ephemeralOwner) {
+		case typeContainer:
+			conts++
+			if _, ok := t.containers[n]; !ok {
+				err = fmt.Errorf("datatree: %s: container not indexed", p)
+			}
+		case typeTTL:
+			ttls++
+			if _, ok := t.ttls[n]; !ok {
+				err = fmt.Errorf("datatree: %s: ttl node not indexed", p)
+			}
+		case typeNormal, typeInvalid:
+			eph[n.stat.ephemeralOwner]++
+			if _, ok := t.ephemerals[n.stat.ephemeralOwner][n]; !ok {
+				err = fmt.Errorf("datatree: %s: ephemeral not indexed", p)
+			}
+			if len(n.children) > 0 {
+				err = fmt.Errorf("datatree: %s: ephemeral has children", p)
+			}
+		}
+		if got := n.path(); got != p {
+			err = fmt.Errorf("datatree: node path %q, walked as %q", got, p)
+		}
+		for name, c := range n.children {
+			if c.name != name || c.parent != n {
+				err = fmt.Errorf("datatree: %s: child %q badly linked", p, name)
+				return
+			}
+			walk(c, path+"/"+name)
+		}
+	}
+	walk(t.root, "")
+	if err != nil {
+		return err
+	}
+	if nodes != t.nodes {
+		return fmt.Errorf("datatree: node count %d, walked %d", t.nodes, nodes)
+	}
+	if size != t.dataSize {
+		return fmt.Errorf("datatree: data size %d, walked %d", t.dataSize, size)
+	}
+	if conts != len(t.containers) || ttls != len(t.ttls) {
+		return fmt.Errorf("datatree: %d containers and %d ttls indexed, walked %d and %d", len(t.containers), len(t.ttls), conts, ttls)
+	}
+	for owner, set := range t.ephemerals {
+		if len(set) == 0 || len(set) != eph[owner] {
+			return fmt.Errorf("datatree: session %#x has %d indexed ephemerals, walked %d", owner, len(set), eph[owner])
+		}
+	}
+	if len(t.ephemerals) != len(eph) {
+		return fmt.Errorf("datatree: %d sessions indexed, walked %d", len(t.ephemerals), len(eph))
+	}
+	for en, refs := range aclRefs {
+		if en.refs != refs {
+			return fmt.Errorf("datatree: acl %v has %d refs, used %d times", en.acls, en.refs, refs)
+		}
+		if t.acls.byKey[en.key] != en {
+			return fmt.Errorf("datatree: acl %v not interned", en.acls)
+		}
+	}
+	if len(t.acls.byKey) != len(aclRefs) {
+		return fmt.Errorf("datatree: %d interned acls, %d used", len(t.acls.byKey), len(aclRefs))
+	}
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	for _, wt := range []*watchTable{&t.dataW, &t.childW} {
+		count, rec, back := 0, 0, 0
+		for p, ws := range wt.byPath {
+			if len(ws) == 0 {
+				return fmt.Errorf("datatree: empty watch set for %s", p)
+			}
+			for w, mode := range ws {
+				count++
+				if mode == jute.AddWatchModePersistentRecursive {
+					rec++
+				}
+				if _, ok := wt.byWatcher[w][p]; !ok {
+					return fmt.Errorf("datatree: watch on %s missing from watcher index", p)
+				}
+			}
+		}
+		for _, ps := range wt.byWatcher {
+			back += len(ps)
+		}
+		if count != wt.count || rec != wt.recursive || back != count {
+			return fmt.Errorf("datatree: watch counters %d/%d, walked %d/%d (index %d)", wt.count, wt.recursive, count, rec, back)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,366 @@
+package datatree
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"hash/fnv"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// Snapshot format (all integers big-endian, jute encodings):
+//
+//	magic "zkdT", format version int32 = 1, lastZxid int64
+//	body:
+//	  ACL table: count int32, then each list as a jute ACL vector, numbered
+//	    in order of first use by the node walk below
+//	  nodes, depth first, children by name: name string ("" for the root),
+//	    data buffer (-1 for nil), ACL index int32, czxid, mzxid, pzxid,
+//	    ctime, mtime, ephemeralOwner int64, version, cversion, aversion int32,
+//	    child count int32
+//	crc32c of everything before it, uint32
+//
+// The body depends only on the tree's content, so identical trees give
+// identical bytes, and Digest hashes the same body.
+const (
+	snapMagic   = "zkdT"
+	snapVersion = 1
+	// maxSnapField bounds one name or data buffer when reading.
+	maxSnapField = 1 << 30
+)
+
+// ErrCorruptSnapshot is returned by ReadSnapshot for a stream that is not a
+// complete, intact snapshot.
+var ErrCorruptSnapshot = errors.New("datatree: corrupt snapshot")
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// walkBody emits the canonical body encoding in chunks.
+func (t *Tree) walkBody(emit func([]byte) error) error {
+	// Number ACL lists by first use in the walk.
+	aclIdx := make(map[*aclEntry]int32)
+	var aclList []*aclEntry
+	t.forEachSorted(func(n *node) {
+		if _, ok := aclIdx[n.acl]; !ok {
+			aclIdx[n.acl] = int32(len(aclList))
+			aclList = append(aclList, n.acl)
+		}
+	})
+	e := jute.NewEncoder(make([]byte, 0, 64<<10))
+	flush := func(force bool) error {
+		if e.Len() >= 32<<10 || (force && e.Len() > 0) {
+			err := emit(e.Bytes())
+			e.Reset()
+			return err
+		}
+		return nil
+	}
+	e.WriteInt(int32(len(aclList)))
+	for _, a := range aclList {
+		e.WriteACLs(a.acls)
+		if err := flush(false); err != nil {
+			return err
+		}
+	}
+	var err error
+	t.forEachSorted(func(n *node) {
+		if err != nil {
+			return
+		}
+		e.WriteString(n.name)
+		e.WriteBuffer(n.data)
+		e.WriteInt(aclIdx[n.acl])
+		s := &n.stat
+		e.WriteLong(s.czxid)
+		e.WriteLong(s.mzxid)
+		e.WriteLong(s.pzxid)
+		e.WriteLong(s.ctime)
+		e.WriteLong(s.mtime)
+		e.WriteLong(s.ephemeralOwner)
+		e.WriteInt(s.version)
+		e.WriteInt(s.cversion)
+		e.WriteInt(s.aversion)
+		e.WriteInt(int32(len(n.children)))
+		err = flush(false)
+	})
+	if err != nil {
+		return err
+	}
+	return flush(true)
+}
+
+// forEachSorted visits nodes depth first, children in name order. Callers
+// hold mu.
+func (t *Tree) forEachSorted(visit func(n *node)) {
+	type frame struct {
+		kids []*node
+		i    int
+	}
+	visit(t.root)
+	stack := []frame{{kids: sortedChildren(t.root)}}
+	for len(stack) > 0 {
+		f := &stack[len(stack)-1]
+		if f.i == len(f.kids) {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		n := f.kids[f.i]
+		f.i++
+		visit(n)
+		if len(n.children) > 0 {
+			stack = append(stack, frame{kids: sortedChildren(n)})
+		}
+	}
+}
+
+func sortedChildren(n *node) []*node {
+	if len(n.children) == 0 {
+		return nil
+	}
+	kids := make([]*node, 0, len(n.children))
+	for _, c := range n.children {
+		kids = append(kids, c)
+	}
+	slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(a.name, b.name) })
+	return kids
+}
+
+// WriteSnapshot writes the tree and LastZxid to w. Identical trees (and
+// zxids) give identical bytes. It holds the read lock while writing, so
+// writes wait; watches are not included.
+func (t *Tree) WriteSnapshot(w io.Writer) error {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	bw := bufio.NewWriterSize(w, 64<<10)
+	crc := crc32.New(castagnoli)
+	out := io.MultiWriter(bw, crc)
+	var hdr [16]byte
+	copy(hdr[:4], snapMagic)
+	binary.BigEndian.PutUint32(hdr[4:8], snapVersion)
+	binary.BigEndian.PutUint64(hdr[8:16], uint64(t.lastZxid.Load()))
+	if _, err := out.Write(hdr[:]); err != nil {
+		return fmt.Errorf("datatree: write snapshot: %w", err)
+	}
+	if err := t.walkBody(func(b []byte) error { _, err := out.Write(b); return err }); err != nil {
+		return fmt.Errorf("datatree: write snapshot: %w", err)
+	}
+	var tail [4]byte
+	binary.BigEndian.PutUint32(tail[:], crc.Sum32())
+	if _, err := bw.Write(tail[:]); err != nil {
+		return fmt.Errorf("datatree: write snapshot: %w", err)
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("datatree: write snapshot: %w", err)
+	}
+	return nil
+}
+
+// Digest returns a 64-bit FNV-1a hash of the tree's canonical encoding
+// (every node's path, data, ACL and stat; not LastZxid and not watches):
+// equal trees give equal digests, and different trees differ except for
+// hash collisions. It walks the whole tree.
+func (t *Tree) Digest() uint64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	h := fnv.New64a()
+	_ = t.walkBody(func(b []byte) error { _, err := h.Write(b); return err })
+	return h.Sum64()
+}
+
+// snapReader reads the snapshot's fields, hashing what it reads.
+type snapReader struct {
+	r   *bufio.Reader
+	crc hash.Hash32
+	err error
+	buf [8]byte
+}
+
+func (s *snapReader) fail(format string, args ...any) {
+	if s.err == nil {
+		s.err = fmt.Errorf("%w: "+format, append([]any{ErrCorruptSnapshot}, args...)...)
+	}
+}
+
+func (s *snapReader) full(p []byte) {
+	if s.err != nil {
+		return
+	}
+	if _, err := io.ReadFull(s.r, p); err != nil {
+		s.fail("%v", err)
+		return
+	}
+	s.crc.Write(p)
+}
+
+func (s *snapReader) int32() int32 {
+	s.full(s.buf[:4])
+	if s.err != nil {
+		return 0
+	}
+	return int32(binary.BigEndian.Uint32(s.buf[:4]))
+}
+
+func (s *snapReader) int64() int64 {
+	s.full(s.buf[:8])
+	if s.err != nil {
+		return 0
+	}
+	return int64(binary.BigEndian.Uint64(s.buf[:8]))
+}
+
+// bytes reads a length-prefixed buffer; -1 gives nil.
+func (s *snapReader) bytes() []byte {
+	n := s.int32()
+	if s.err != nil || n == -1 {
+		return nil
+	}
+	if n < 0 || n > maxSnapField {
+		s.fail("bad length %d", n)
+		return nil
+	}
+	p := make([]byte, n)
+	s.full(p)
+	return p
+}
+
+func (s *snapReader) string() string { return string(s.bytes()) }
+
+// ReadSnapshot rebuilds a tree written by WriteSnapshot, with LastZxid
+// restored and no watches. A truncated or damaged stream gives an error
+// wrapping ErrCorruptSnapshot.
+func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
+	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.New(castagnoli)}
+	var hdr [16]byte
+	s.full(hdr[:])
+	if s.err != nil {
+		return nil, s.err
+	}
+	if string(hdr[:4]) != snapMagic {
+		return nil, fmt.Errorf("%w: bad magic", ErrCorruptSnapshot)
+	}
+	if v := binary.BigEndian.Uint32(hdr[4:8]); v != snapVersion {
+		return nil, fmt.Errorf("%w: unknown format version %d", ErrCorruptSnapshot, v)
+	}
+	t := newEmpty(cfg)
+	t.lastZxid.Store(int64(binary.BigEndian.Uint64(hdr[8:16])))
+
+	nacl := s.int32()
+	if s.err == nil && nacl < 0 {
+		s.fail("bad acl count %d", nacl)
+	}
+	acls := make([][]jute.ACL, 0, min(max(nacl, 0), 1<<16))
+	for i := int32(0); i < nacl && s.err == nil; i++ {
+		cnt := s.int32()
+		if cnt < -1 || cnt > 1<<20 {
+			s.fail("bad acl length %d", cnt)
+			break
+		}
+		var list []jute.ACL
+		if cnt >= 0 {
+			list = make([]jute.ACL, cnt)
+		}
+		for j := range list {
+			list[j].Perms = s.int32()
+			list[j].Id.Scheme = s.string()
+			list[j].Id.Id = s.string()
+		}
+		acls = append(acls, list)
+	}
+	entries := make([]*aclEntry, len(acls))
+
+	readNode := func(parent *node) (*node, int32) {
+		n := &node{parent: parent}
+		n.name = s.string()
+		n.data = s.bytes()
+		idx := s.int32()
+		n.stat.czxid = s.int64()
+		n.stat.mzxid = s.int64()
+		n.stat.pzxid = s.int64()
+		n.stat.ctime = s.int64()
+		n.stat.mtime = s.int64()
+		n.stat.ephemeralOwner = s.int64()
+		n.stat.version = s.int32()
+		n.stat.cversion = s.int32()
+		n.stat.aversion = s.int32()
+		kids := s.int32()
+		if s.err != nil {
+			return nil, 0
+		}
+		if idx < 0 || int(idx) >= len(acls) {
+			s.fail("bad acl index %d", idx)
+			return nil, 0
+		}
+		if entries[idx] == nil {
+			entries[idx] = t.acls.intern(acls[idx])
+		} else {
+			entries[idx].refs++
+		}
+		n.acl = entries[idx]
+		if kids < 0 {
+			s.fail("bad child count %d", kids)
+			return nil, 0
+		}
+		return n, kids
+	}
+
+	root, kids := readNode(nil)
+	if s.err != nil {
+		return nil, s.err
+	}
+	if root.name != "" {
+		return nil, fmt.Errorf("%w: root has a name", ErrCorruptSnapshot)
+	}
+	t.root = root
+	t.nodes = 1
+	t.dataSize = int64(1 + len(root.data))
+	type frame struct {
+		n    *node
+		path string
+		left int32
+	}
+	stack := []frame{{root, "", kids}}
+	for len(stack) > 0 && s.err == nil {
+		f := &stack[len(stack)-1]
+		if f.left == 0 {
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		f.left--
+		n, k := readNode(f.n)
+		if s.err != nil {
+			break
+		}
+		if n.name == "" || strings.IndexByte(n.name, '/') >= 0 {
+			s.fail("bad node name %q", n.name)
+			break
+		}
+		if _, dup := f.n.children[n.name]; dup {
+			s.fail("duplicate node %q", n.name)
+			break
+		}
+		path := f.path + "/" + n.name
+		t.link(n, path)
+		if k > 0 {
+			stack = append(stack, frame{n, path, k})
+		}
+	}
+	if s.err != nil {
+		return nil, s.err
+	}
+	want := s.crc.Sum32()
+	var tail [4]byte
+	if _, err := io.ReadFull(s.r, tail[:]); err != nil {
+		return nil, fmt.Errorf("%w: missing checksum: %v", ErrCorruptSnapshot, err)
+	}
+	if got := binary.BigEndian.Uint32(tail[:]); got != want {
+		return nil, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorruptSnapshot, got, want)
+	}
+	return t, nil
+}

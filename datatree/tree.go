@@ -1,0 +1,417 @@
+package datatree
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// Txn is the context of one write, stamped by the leader and replicated in
+// the log entry.
+type Txn struct {
+	Zxid      int64
+	Time      int64     // ms since the epoch (leader's clock): ctime/mtime
+	SessionID int64     // the requesting session; ephemeralOwner of ephemerals
+	Auth      []jute.Id // the requester's identities; SuperID passes every ACL check
+}
+
+// Config tunes a Tree. The zero value is valid; DefaultConfig documents the
+// defaults.
+type Config struct {
+	// ExtendedTypes is zookeeper.extendedTypesEnabled: TTL creates are
+	// allowed (otherwise they fail with ErrUnimplemented) and ephemeralOwner
+	// values with the high byte 0xFF are TTL nodes. Default false.
+	ExtendedTypes bool
+	// ContainerMaxNeverUsedMs is znode.container.maxNeverUsedIntervalMs: a
+	// container that never had a child becomes an expiry candidate this many
+	// ms after its mtime. 0 (the default) never expires such containers.
+	ContainerMaxNeverUsedMs int64
+	// ExtraAuthSchemes lists ACL schemes besides digest and ip that have an
+	// authentication provider (e.g. "sasl", "x509"): their ids are valid in
+	// ACLs, count as authenticated for the "auth" scheme, and match by
+	// equality. Default none, as in ZooKeeper without extra providers.
+	ExtraAuthSchemes []string
+}
+
+// DefaultConfig returns ZooKeeper 3.8's defaults.
+func DefaultConfig() Config { return Config{} }
+
+// Validate reports a bad field.
+func (c Config) Validate() error {
+	if c.ContainerMaxNeverUsedMs < 0 {
+		return &Error{jute.CodeBadArguments, "datatree: ContainerMaxNeverUsedMs must not be negative"}
+	}
+	return nil
+}
+
+// persisted is ZooKeeper's StatPersisted. cversion counts child creates.
+type persisted struct {
+	czxid, mzxid, pzxid int64
+	ctime, mtime        int64
+	ephemeralOwner      int64
+	version, cversion   int32
+	aversion            int32
+}
+
+// node is one znode. Its full path is not stored: it is the names on the
+// way up through parent.
+type node struct {
+	parent   *node
+	name     string
+	data     []byte
+	acl      *aclEntry
+	children map[string]*node // nil when there are none
+	stat     persisted
+}
+
+// Ephemeral owner encodings (EphemeralType).
+const (
+	containerOwner   int64 = -1 << 63 // 0x8000000000000000
+	extendedMask     int64 = -1 << 56 // 0xFF00000000000000
+	reservedBitsMask int64 = 0x00ffff0000000000
+	// MaxTTL is the largest TTL in ms (EphemeralType.TTL.maxValue, 40 bits).
+	MaxTTL int64 = 0xffffffffff
+)
+
+type ephType uint8
+
+const (
+	typeVoid ephType = iota
+	typeNormal
+	typeContainer
+	typeTTL
+	typeInvalid // extended bits set to an unknown feature
+)
+
+// ephemeralType is EphemeralType.get.
+func (t *Tree) ephemeralType(owner int64) ephType {
+	if t.cfg.ExtendedTypes && owner&extendedMask == extendedMask {
+		if owner&reservedBitsMask == 0 {
+			return typeTTL
+		}
+		return typeInvalid
+	}
+	switch owner {
+	case containerOwner:
+		return typeContainer
+	case 0:
+		return typeVoid
+	}
+	return typeNormal
+}
+
+func ttlOf(owner int64) int64 { return owner &^ (extendedMask | reservedBitsMask) }
+
+// Tree is the znode tree. It is safe for concurrent use: writes and reads may
+// come from different goroutines.
+type Tree struct {
+	cfg Config
+
+	mu         sync.RWMutex
+	root       *node
+	nodes      int   // real nodes, root included
+	dataSize   int64 // sum of len(path)+len(data), as ZooKeeper's approximate data size
+	acls       aclCache
+	ephemerals map[int64]map[*node]struct{} // session → its ephemerals
+	containers map[*node]struct{}
+	ttls       map[*node]struct{}
+	lastZxid   atomic.Int64
+
+	wmu     sync.Mutex
+	dataW   watchTable
+	childW  watchTable
+	pending []pendingEvent // reused under mu (write lock) only
+}
+
+// New returns a tree as on a fresh ZooKeeper 3.8: "/", "/zookeeper",
+// "/zookeeper/quota" and "/zookeeper/config" (READ-only for world, aversion
+// -1), all with zero zxids and times.
+func New(cfg Config) *Tree {
+	t := newEmpty(cfg)
+	open := t.acls.intern(OpenACLUnsafe)
+	t.root = &node{data: []byte{}, acl: open}
+	t.nodes = 1
+	t.dataSize = 1
+	zk := t.addInitial(t.root, "zookeeper", OpenACLUnsafe)
+	t.addInitial(zk, "quota", OpenACLUnsafe)
+	cfgNode := t.addInitial(zk, "config", ReadACLUnsafe)
+	cfgNode.stat.aversion = -1
+	return t
+}
+
+func newEmpty(cfg Config) *Tree {
+	t := &Tree{
+		cfg:        cfg,
+		acls:       newACLCache(),
+		ephemerals: make(map[int64]map[*node]struct{}),
+		containers: make(map[*node]struct{}),
+		ttls:       make(map[*node]struct{}),
+	}
+	t.dataW.init()
+	t.childW.init()
+	return t
+}
+
+// addInitial links a system node without touching the parent's cversion,
+// as ZooKeeper's DataTree constructor does.
+func (t *Tree) addInitial(parent *node, name string, acl []jute.ACL) *node {
+	n := &node{parent: parent, name: name, data: []byte{}, acl: t.acls.intern(acl)}
+	if parent.children == nil {
+		parent.children = make(map[string]*node)
+	}
+	parent.children[name] = n
+	t.nodes++
+	t.dataSize += int64(len(n.path()))
+	return n
+}
+
+// path rebuilds a node's full path.
+func (n *node) path() string {
+	if n.parent == nil {
+		return "/"
+	}
+	depth, size := 0, 0
+	for m := n; m.parent != nil; m = m.parent {
+		depth++
+		size += 1 + len(m.name)
+	}
+	var b strings.Builder
+	b.Grow(size)
+	names := make([]string, depth)
+	i := depth
+	for m := n; m.parent != nil; m = m.parent {
+		i--
+		names[i] = m.name
+	}
+	for _, s := range names {
+		b.WriteByte('/')
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+// lookup finds the node at path exactly as ZooKeeper's nodes map would: ""
+// and "/" are the root; anything else must be "/"-separated non-empty names.
+// Callers hold mu.
+func (t *Tree) lookup(path string) *node {
+	if path == "" || path == "/" {
+		return t.root
+	}
+	if path[0] != '/' {
+		return nil
+	}
+	n := t.root
+	rest := path[1:]
+	for {
+		seg, tail, more := strings.Cut(rest, "/")
+		if n.children == nil {
+			return nil
+		}
+		c := n.children[seg]
+		if c == nil {
+			return nil
+		}
+		n = c
+		if !more {
+			return n
+		}
+		rest = tail
+	}
+}
+
+// clientStat is DataNode.copyStat: the reported cversion counts creates and
+// deletes (2*persisted - numChildren) and special owners read as 0.
+func (t *Tree) clientStat(n *node) jute.Stat {
+	nc := int32(len(n.children))
+	owner := n.stat.ephemeralOwner
+	if t.ephemeralType(owner) != typeNormal {
+		owner = 0
+	}
+	return jute.Stat{
+		Czxid:          n.stat.czxid,
+		Mzxid:          n.stat.mzxid,
+		Ctime:          n.stat.ctime,
+		Mtime:          n.stat.mtime,
+		Version:        n.stat.version,
+		Cversion:       n.stat.cversion*2 - nc,
+		Aversion:       n.stat.aversion,
+		EphemeralOwner: owner,
+		DataLength:     int32(len(n.data)),
+		NumChildren:    nc,
+		Pzxid:          n.stat.pzxid,
+	}
+}
+
+// GetData returns the node's data and Stat after checking READ against auth
+// (FinalRequestProcessor). A non-nil w registers a one-shot data watch, only
+// when the read succeeds, as ZooKeeper does. The returned slice is shared
+// with the tree and must not be modified.
+func (t *Tree) GetData(path string, auth []jute.Id, w Watcher) ([]byte, jute.Stat, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := t.lookup(path)
+	if n == nil {
+		return nil, jute.Stat{}, pathErr(ErrNoNode, path)
+	}
+	if !checkACL(n.acl.acls, jute.PermRead, auth) {
+		return nil, jute.Stat{}, pathErr(ErrNoAuth, path)
+	}
+	if w != nil {
+		t.wmu.Lock()
+		t.dataW.add(path, w, modeStandard)
+		t.wmu.Unlock()
+	}
+	return n.data, t.clientStat(n), nil
+}
+
+// Exists returns the node's Stat. It checks no ACL. A non-nil w registers a
+// one-shot data watch whether or not the node exists (an exist watch fires
+// NodeCreated when the node appears).
+func (t *Tree) Exists(path string, w Watcher) (jute.Stat, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	if w != nil {
+		t.wmu.Lock()
+		t.dataW.add(path, w, modeStandard)
+		t.wmu.Unlock()
+	}
+	n := t.lookup(path)
+	if n == nil {
+		return jute.Stat{}, pathErr(ErrNoNode, path)
+	}
+	return t.clientStat(n), nil
+}
+
+// GetChildren returns the node's child names, sorted, and its Stat after
+// checking READ. A non-nil w registers a one-shot child watch when the read
+// succeeds.
+func (t *Tree) GetChildren(path string, auth []jute.Id, w Watcher) ([]string, jute.Stat, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := t.lookup(path)
+	if n == nil {
+		return nil, jute.Stat{}, pathErr(ErrNoNode, path)
+	}
+	if !checkACL(n.acl.acls, jute.PermRead, auth) {
+		return nil, jute.Stat{}, pathErr(ErrNoAuth, path)
+	}
+	if w != nil {
+		t.wmu.Lock()
+		t.childW.add(path, w, modeStandard)
+		t.wmu.Unlock()
+	}
+	names := make([]string, 0, len(n.children))
+	for name := range n.children {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names, t.clientStat(n), nil
+}
+
+// GetACL returns the node's ACL and Stat. It needs READ or ADMIN; without
+// ADMIN the hash part of digest ids is replaced by "x", as in 3.8.
+func (t *Tree) GetACL(path string, auth []jute.Id) ([]jute.ACL, jute.Stat, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := t.lookup(path)
+	if n == nil {
+		return nil, jute.Stat{}, pathErr(ErrNoNode, path)
+	}
+	if !checkACL(n.acl.acls, jute.PermRead|jute.PermAdmin, auth) {
+		return nil, jute.Stat{}, pathErr(ErrNoAuth, path)
+	}
+	st := t.clientStat(n)
+	if checkACL(n.acl.acls, jute.PermAdmin, auth) {
+		return slices.Clone(n.acl.acls), st, nil
+	}
+	return redactDigests(n.acl.acls), st, nil
+}
+
+// GetEphemerals lists the ephemerals of session whose path starts with
+// prefix (every one for "", "/" or a blank prefix), sorted.
+func (t *Tree) GetEphemerals(session int64, prefix string) []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	all := strings.TrimSpace(prefix) == "" || strings.TrimSpace(prefix) == "/"
+	var out []string
+	for n := range t.ephemerals[session] {
+		p := n.path()
+		if all || strings.HasPrefix(p, prefix) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	if out == nil {
+		out = []string{}
+	}
+	return out
+}
+
+// GetAllChildrenNumber counts every descendant of path after checking READ.
+// For "/" that is every node but the root, system nodes included.
+func (t *Tree) GetAllChildrenNumber(path string, auth []jute.Id) (int32, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := t.lookup(path)
+	if n == nil {
+		return 0, pathErr(ErrNoNode, path)
+	}
+	if !checkACL(n.acl.acls, jute.PermRead, auth) {
+		return 0, pathErr(ErrNoAuth, path)
+	}
+	if n == t.root {
+		return int32(t.nodes - 1), nil
+	}
+	count := 0
+	stack := []*node{n}
+	for len(stack) > 0 {
+		m := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, c := range m.children {
+			count++
+			if c.children != nil {
+				stack = append(stack, c)
+			}
+		}
+	}
+	return int32(count), nil
+}
+
+// LastZxid returns the zxid of the last applied write or noted zxid.
+func (t *Tree) LastZxid() int64 { return t.lastZxid.Load() }
+
+// NoteZxid records that zxid was consumed (a session op or any txn that does
+// not reach the tree's write methods). Write methods note their own zxid,
+// failed or not.
+func (t *Tree) NoteZxid(zxid int64) { t.lastZxid.Store(zxid) }
+
+// NodeCount returns ZooKeeper's znode_count, which counts the root twice
+// (ZooKeeper keys it under "" and "/"): real nodes + 1.
+func (t *Tree) NodeCount() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.nodes + 1
+}
+
+// ApproxDataSize returns ZooKeeper's approximate_data_size: the sum over
+// nodes of len(path)+len(data).
+func (t *Tree) ApproxDataSize() int64 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.dataSize
+}
+
+// EphemeralCount returns how many session ephemerals exist (containers and
+// TTL nodes excluded, as in ZooKeeper's ephemerals_count).
+func (t *Tree) EphemeralCount() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	c := 0
+	for _, s := range t.ephemerals {
+		c += len(s)
+	}
+	return c
+}

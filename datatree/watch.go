@@ -1,0 +1,362 @@
+package datatree
+
+import (
+	"slices"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// Watcher receives watch events; it is a client connection. Notify is called
+// synchronously from the goroutine that applied the write (or registered
+// the watch, for SetWatches), never while the tree's locks are held; it must
+// not block. Watchers are compared by interface equality, so use pointers.
+type Watcher interface {
+	Notify(ev jute.WatcherEvent)
+}
+
+// AuthWatcher is a Watcher that exposes its connection's identities. Events
+// for a node are then delivered only if those identities may READ the node's
+// ACL at trigger time, as ZooKeeper 3.8 does (ServerCnxn.process with the
+// znode's ACL). Watchers that do not implement it get every event.
+type AuthWatcher interface {
+	Watcher
+	WatchAuth() []jute.Id
+}
+
+// modeStandard marks a one-shot watch; persistent modes use the
+// jute.AddWatchMode* values.
+const modeStandard int32 = -1
+
+// watchTable is one of ZooKeeper's two WatchManagers (data or child).
+type watchTable struct {
+	byPath    map[string]map[Watcher]int32
+	byWatcher map[Watcher]map[string]struct{}
+	count     int // (path, watcher) pairs
+	recursive int // pairs in persistent-recursive mode
+}
+
+func (wt *watchTable) init() {
+	wt.byPath = make(map[string]map[Watcher]int32)
+	wt.byWatcher = make(map[Watcher]map[string]struct{})
+}
+
+// add registers w on path; a later add replaces the mode of an earlier one,
+// as 3.8's WatcherModeManager does.
+func (wt *watchTable) add(path string, w Watcher, mode int32) {
+	ws := wt.byPath[path]
+	if ws == nil {
+		ws = make(map[Watcher]int32, 1)
+		wt.byPath[path] = ws
+	}
+	old, had := ws[w]
+	if had {
+		if old == jute.AddWatchModePersistentRecursive {
+			wt.recursive--
+		}
+	} else {
+		wt.count++
+		ps := wt.byWatcher[w]
+		if ps == nil {
+			ps = make(map[string]struct{}, 1)
+			wt.byWatcher[w] = ps
+		}
+		ps[path] = struct{}{}
+	}
+	if mode == jute.AddWatchModePersistentRecursive {
+		wt.recursive++
+	}
+	ws[w] = mode
+}
+
+func (wt *watchTable) contains(path string, w Watcher) bool {
+	_, ok := wt.byPath[path][w]
+	return ok
+}
+
+// remove drops w's watch on path and reports whether there was one.
+func (wt *watchTable) remove(path string, w Watcher) bool {
+	ws := wt.byPath[path]
+	mode, ok := ws[w]
+	if !ok {
+		return false
+	}
+	wt.dropLocked(ws, path, w, mode)
+	return true
+}
+
+func (wt *watchTable) dropLocked(ws map[Watcher]int32, path string, w Watcher, mode int32) {
+	delete(ws, w)
+	if len(ws) == 0 {
+		delete(wt.byPath, path)
+	}
+	if mode == jute.AddWatchModePersistentRecursive {
+		wt.recursive--
+	}
+	wt.count--
+	if ps := wt.byWatcher[w]; ps != nil {
+		delete(ps, path)
+		if len(ps) == 0 {
+			delete(wt.byWatcher, w)
+		}
+	}
+}
+
+// removeWatcher drops every watch of w.
+func (wt *watchTable) removeWatcher(w Watcher) {
+	for path := range wt.byWatcher[w] {
+		ws := wt.byPath[path]
+		if mode, ok := ws[w]; ok {
+			delete(ws, w)
+			if len(ws) == 0 {
+				delete(wt.byPath, path)
+			}
+			if mode == jute.AddWatchModePersistentRecursive {
+				wt.recursive--
+			}
+			wt.count--
+		}
+	}
+	delete(wt.byWatcher, w)
+}
+
+// trigger is WatchManager.triggerWatch: it collects the watchers of path
+// (one-shot ones are removed, persistent ones stay) and, when recursive
+// watches exist, the persistent-recursive watchers of every ancestor. A
+// recursive watcher never receives NodeChildrenChanged. Each watcher appears
+// once in the result, appended to out.
+func (wt *watchTable) trigger(path string, typ int32, out []Watcher) []Watcher {
+	start := len(out)
+	var seen map[Watcher]struct{}
+	p := path
+	atParent := false
+	for {
+		if ws := wt.byPath[p]; ws != nil {
+			for w, mode := range ws {
+				if mode == jute.AddWatchModePersistentRecursive {
+					if typ == jute.EventNodeChildrenChanged {
+						continue
+					}
+				} else if atParent {
+					continue
+				}
+				if atParent {
+					if seen == nil {
+						seen = make(map[Watcher]struct{}, len(out)-start+1)
+						for _, x := range out[start:] {
+							seen[x] = struct{}{}
+						}
+					}
+					if _, dup := seen[w]; dup {
+						continue
+					}
+					seen[w] = struct{}{}
+				}
+				out = append(out, w)
+				if mode == modeStandard {
+					wt.dropLocked(ws, p, w, mode)
+				}
+			}
+		}
+		if wt.recursive == 0 || p == "/" || p == "" {
+			break
+		}
+		parent, _, _ := parentOf(p)
+		if parent == "" {
+			parent = "/"
+		}
+		p = parent
+		atParent = true
+	}
+	return out
+}
+
+// pendingEvent is an event collected under the locks and delivered after.
+type pendingEvent struct {
+	w   Watcher
+	ev  jute.WatcherEvent
+	acl []jute.ACL // the node's ACL for AuthWatcher filtering; nil: no filter
+}
+
+// deliver notifies watchers; the tree's locks must not be held.
+func deliver(evs []pendingEvent) {
+	for i := range evs {
+		e := &evs[i]
+		if aw, ok := e.w.(AuthWatcher); ok && e.acl != nil && !checkACL(e.acl, jute.PermRead, aw.WatchAuth()) {
+			continue
+		}
+		e.w.Notify(e.ev)
+	}
+}
+
+// AddWatch registers a persistent (jute.AddWatchModePersistent) or
+// persistent-recursive (jute.AddWatchModePersistentRecursive) watch on path.
+// Like ZooKeeper 3.8 it checks neither the path nor ACLs, and registers the
+// watch in both the data and the child table.
+func (t *Tree) AddWatch(path string, w Watcher, mode int32) error {
+	if mode != jute.AddWatchModePersistent && mode != jute.AddWatchModePersistentRecursive {
+		return pathErr(ErrBadArguments, path)
+	}
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	t.dataW.add(path, w, mode)
+	t.childW.add(path, w, mode)
+	return nil
+}
+
+// CheckWatches reports whether w has a watch of typ (jute.WatcherType*) on
+// path: ErrNoWatcher if not, ErrBadArguments for an unknown type.
+func (t *Tree) CheckWatches(path string, w Watcher, typ int32) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	var found bool
+	switch typ {
+	case jute.WatcherTypeChildren:
+		found = t.childW.contains(path, w)
+	case jute.WatcherTypeData:
+		found = t.dataW.contains(path, w)
+	case jute.WatcherTypeAny:
+		found = t.childW.contains(path, w) || t.dataW.contains(path, w)
+	default:
+		return pathErr(ErrBadArguments, path)
+	}
+	if !found {
+		return pathErr(ErrNoWatcher, path)
+	}
+	return nil
+}
+
+// RemoveWatches removes w's watches of typ on path (Any removes both, and
+// persistent ones too), or returns ErrNoWatcher. The server, not the tree,
+// tells the client with DataWatchRemoved/ChildWatchRemoved as the client
+// library expects.
+func (t *Tree) RemoveWatches(path string, w Watcher, typ int32) error {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	var removed bool
+	switch typ {
+	case jute.WatcherTypeChildren:
+		removed = t.childW.remove(path, w)
+	case jute.WatcherTypeData:
+		removed = t.dataW.remove(path, w)
+	case jute.WatcherTypeAny:
+		c := t.childW.remove(path, w)
+		d := t.dataW.remove(path, w)
+		removed = c || d
+	default:
+		return pathErr(ErrBadArguments, path)
+	}
+	if !removed {
+		return pathErr(ErrNoWatcher, path)
+	}
+	return nil
+}
+
+// RemoveWatcher drops every watch of w (its connection is gone).
+func (t *Tree) RemoveWatcher(w Watcher) {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	t.dataW.removeWatcher(w)
+	t.childW.removeWatcher(w)
+}
+
+// SetWatches re-arms a reconnecting client's watches and fires the catch-up
+// events against relZxid, as DataTree.setWatches does: a data watch gets
+// NodeDeleted if the node is gone, NodeDataChanged if mzxid > relZxid, else
+// it is re-armed; an exist watch gets NodeCreated if the node exists, else it
+// is re-armed; a child watch gets NodeDeleted if gone, NodeChildrenChanged
+// if pzxid > relZxid, else it is re-armed. Persistent and recursive watches
+// are re-added. Events go to w before SetWatches returns, unfiltered.
+func (t *Tree) SetWatches(relZxid int64, data, exist, child, persistent, recursive []string, w Watcher) {
+	var evs []pendingEvent
+	ev := func(typ int32, path string) {
+		evs = append(evs, pendingEvent{w: w, ev: jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: path}})
+	}
+	t.mu.RLock()
+	t.wmu.Lock()
+	for _, p := range data {
+		n := t.lookup(p)
+		switch {
+		case n == nil:
+			ev(jute.EventNodeDeleted, p)
+		case n.stat.mzxid > relZxid:
+			ev(jute.EventNodeDataChanged, p)
+		default:
+			t.dataW.add(p, w, modeStandard)
+		}
+	}
+	for _, p := range exist {
+		if t.lookup(p) != nil {
+			ev(jute.EventNodeCreated, p)
+		} else {
+			t.dataW.add(p, w, modeStandard)
+		}
+	}
+	for _, p := range child {
+		n := t.lookup(p)
+		switch {
+		case n == nil:
+			ev(jute.EventNodeDeleted, p)
+		case n.stat.pzxid > relZxid:
+			ev(jute.EventNodeChildrenChanged, p)
+		default:
+			t.childW.add(p, w, modeStandard)
+		}
+	}
+	for _, p := range persistent {
+		t.childW.add(p, w, jute.AddWatchModePersistent)
+		t.dataW.add(p, w, jute.AddWatchModePersistent)
+	}
+	for _, p := range recursive {
+		t.childW.add(p, w, jute.AddWatchModePersistentRecursive)
+		t.dataW.add(p, w, jute.AddWatchModePersistentRecursive)
+	}
+	t.wmu.Unlock()
+	t.mu.RUnlock()
+	deliver(evs)
+}
+
+// WatchCount returns ZooKeeper's watch_count: data plus child table entries
+// (a persistent watch counts twice, as it sits in both tables).
+func (t *Tree) WatchCount() int {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return t.dataW.count + t.childW.count
+}
+
+// WatchesByPath returns, for wchp, every watched path with its watchers
+// (data and child tables merged, each watcher once).
+func (t *Tree) WatchesByPath() map[string][]Watcher {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	out := make(map[string][]Watcher)
+	for _, wt := range []*watchTable{&t.dataW, &t.childW} {
+		for p, ws := range wt.byPath {
+			for w := range ws {
+				if !slices.Contains(out[p], w) {
+					out[p] = append(out[p], w)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// WatchesByWatcher returns, for wchc, each watcher's watched paths, sorted
+// (data and child tables merged).
+func (t *Tree) WatchesByWatcher() map[Watcher][]string {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	out := make(map[Watcher][]string)
+	for _, wt := range []*watchTable{&t.dataW, &t.childW} {
+		for w, ps := range wt.byWatcher {
+			for p := range ps {
+				out[w] = append(out[w], p)
+			}
+		}
+	}
+	for w, ps := range out {
+		slices.Sort(ps)
+		out[w] = slices.Compact(ps)
+	}
+	return out
+}

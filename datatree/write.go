@@ -1,0 +1,585 @@
+package datatree
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// CreateOp is a create request.
+type CreateOp struct {
+	Path string
+	Data []byte
+	ACL  []jute.ACL
+	Mode int32 // jute.ModePersistent … jute.ModePersistentSequentialWithTTL
+	TTL  int64 // ms; read only for jute.OpCreateTTL
+	// Type is the request's opcode: jute.OpCreate, OpCreate2,
+	// OpCreateContainer or OpCreateTTL. It decides the node's kind as in
+	// ZooKeeper (createContainer always makes a container, createTTL a TTL
+	// node, create/create2 an ephemeral or persistent node). 0 infers it
+	// from Mode: container mode → createContainer, TTL modes → createTTL,
+	// others → create. In Multi, Op.Type wins.
+	Type int32
+}
+
+// Op is one operation of a multi.
+type Op struct {
+	Type    int32 // jute.OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL, OpDelete, OpSetData, OpCheck
+	Create  CreateOp
+	Path    string // delete, setData, check
+	Data    []byte // setData
+	Version int32  // delete, setData, check
+}
+
+// OpResult is the outcome of one op of a multi.
+type OpResult struct {
+	Type int32     // the op's type on success; jute.OpError when the multi failed
+	Err  error     // when the multi failed: nil for ops before the failing one (code 0), its error, then ErrRuntimeInconsistency
+	Path string    // creates
+	Stat jute.Stat // creates and setData
+}
+
+// writer applies one write (or one multi) under the tree's write lock,
+// collecting watch events and, in a multi, undo steps.
+type writer struct {
+	t      *Tree
+	tx     *Txn
+	multi  bool
+	undo   []func()
+	events []pendingEvent
+	buf    []Watcher
+	// releases are ACL references dropped by deletes inside a multi; they
+	// are released only when the multi commits.
+	releases []*aclEntry
+}
+
+func (w *writer) deferRelease(en *aclEntry) { w.releases = append(w.releases, en) }
+
+func (w *writer) onUndo(f func()) {
+	if w.multi {
+		w.undo = append(w.undo, f)
+	}
+}
+
+// fire triggers typ on path in tbl and queues the events, skipping watchers
+// in suppress; it returns the triggered watchers.
+func (w *writer) fire(tbl *watchTable, path string, typ int32, acl []jute.ACL, suppress []Watcher) []Watcher {
+	w.t.wmu.Lock()
+	start := len(w.buf)
+	w.buf = tbl.trigger(path, typ, w.buf)
+	w.t.wmu.Unlock()
+	got := w.buf[start:]
+	for _, x := range got {
+		if slices.Contains(suppress, x) {
+			continue
+		}
+		w.events = append(w.events, pendingEvent{w: x, ev: jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: path}, acl: acl})
+	}
+	return got
+}
+
+// begin takes the write lock; end notes the zxid, unlocks and delivers.
+func (t *Tree) begin(tx *Txn, multi bool) *writer {
+	t.mu.Lock()
+	return &writer{t: t, tx: tx, multi: multi}
+}
+
+func (w *writer) end() {
+	w.t.lastZxid.Store(w.tx.Zxid)
+	evs := w.events
+	w.t.mu.Unlock()
+	deliver(evs)
+}
+
+// Create validates and applies a create exactly as ZooKeeper's
+// PrepRequestProcessor and DataTree do, returning the created path (with
+// the sequential suffix) and its Stat. On failure nothing changes.
+func (t *Tree) Create(tx *Txn, op CreateOp) (string, jute.Stat, error) {
+	w := t.begin(tx, false)
+	defer w.end()
+	return w.create(op, op.Type)
+}
+
+// Delete deletes path if version is -1 or matches, it has no children and
+// the caller has DELETE on the parent.
+func (t *Tree) Delete(tx *Txn, path string, version int32) error {
+	w := t.begin(tx, false)
+	defer w.end()
+	return w.delete(path, version)
+}
+
+// SetData replaces path's data if version is -1 or matches and the caller
+// has WRITE; it returns the new Stat.
+func (t *Tree) SetData(tx *Txn, path string, data []byte, version int32) (jute.Stat, error) {
+	w := t.begin(tx, false)
+	defer w.end()
+	return w.setData(path, data, version)
+}
+
+// SetACL replaces path's ACL if aversion is -1 or matches and the caller has
+// ADMIN; it returns the new Stat. It fires no watches.
+func (t *Tree) SetACL(tx *Txn, path string, acl []jute.ACL, aversion int32) (jute.Stat, error) {
+	w := t.begin(tx, false)
+	defer w.end()
+	return w.setACL(path, acl, aversion)
+}
+
+// Multi applies ops all-or-nothing. Each op sees the effects of the earlier
+// ones. On the first failure everything is rolled back, no watch fires, and
+// every result has Type jute.OpError with Err nil before the failing op, its
+// error at it and ErrRuntimeInconsistency after it.
+func (t *Tree) Multi(tx *Txn, ops []Op) (results []OpResult, failed bool) {
+	w := t.begin(tx, true)
+	defer w.end()
+	results = make([]OpResult, len(ops))
+	failedAt := -1
+	var ferr error
+	for i := range ops {
+		op := &ops[i]
+		var err error
+		r := OpResult{Type: op.Type}
+		switch op.Type {
+		case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
+			r.Path, r.Stat, err = w.create(op.Create, op.Type)
+		case jute.OpDelete:
+			err = w.delete(op.Path, op.Version)
+		case jute.OpSetData:
+			r.Stat, err = w.setData(op.Path, op.Data, op.Version)
+		case jute.OpCheck:
+			err = w.check(op.Path, op.Version)
+		default:
+			err = pathErr(ErrBadArguments, op.Path)
+		}
+		if err != nil {
+			failedAt, ferr = i, err
+			break
+		}
+		results[i] = r
+	}
+	if failedAt < 0 {
+		for _, en := range w.releases {
+			t.acls.release(en)
+		}
+		return results, false
+	}
+	for i := len(w.undo) - 1; i >= 0; i-- {
+		w.undo[i]()
+	}
+	w.undo = nil
+	w.events = nil
+	for i := range results {
+		results[i] = OpResult{Type: jute.OpError}
+		switch {
+		case i == failedAt:
+			results[i].Err = ferr
+		case i > failedAt:
+			results[i].Err = ErrRuntimeInconsistency
+		}
+	}
+	return results, true
+}
+
+// CloseSession deletes every ephemeral of session in path order, firing
+// watches, and forgets the session's ephemerals.
+func (t *Tree) CloseSession(tx *Txn, session int64) {
+	w := t.begin(tx, false)
+	defer w.end()
+	set := t.ephemerals[session]
+	if len(set) == 0 {
+		return
+	}
+	type item struct {
+		path string
+		n    *node
+	}
+	items := make([]item, 0, len(set))
+	for n := range set {
+		items = append(items, item{n.path(), n})
+	}
+	slices.SortFunc(items, func(a, b item) int { return strings.Compare(a.path, b.path) })
+	for _, it := range items {
+		w.deleteNode(it.n, it.path)
+	}
+	delete(t.ephemerals, session)
+}
+
+// DeleteExpired deletes path if it is still an expiry candidate at tx.Time:
+// an empty container with cversion > 0 (or never used for longer than
+// ContainerMaxNeverUsedMs), or a childless TTL node with tx.Time-mtime > ttl.
+// Otherwise it returns ErrBadArguments (bad or special path), ErrNoNode,
+// ErrNotEmpty, or ErrBadVersion (not a container or TTL node, or not
+// expired), changing nothing. No ACL is checked (ZooKeeper's
+// deleteContainer is server-internal).
+func (t *Tree) DeleteExpired(tx *Txn, path string) error {
+	w := t.begin(tx, false)
+	defer w.end()
+	if _, _, ok := parentOf(path); !ok || strings.IndexByte(path, 0) >= 0 || isSpecialPath(path) {
+		return pathErr(ErrBadArguments, path)
+	}
+	n := t.lookup(path)
+	if n == nil {
+		return pathErr(ErrNoNode, path)
+	}
+	if len(n.children) > 0 {
+		return pathErr(ErrNotEmpty, path)
+	}
+	if !t.expired(n, tx.Time) {
+		return pathErr(ErrBadVersion, path)
+	}
+	w.deleteNode(n, path)
+	return nil
+}
+
+// expired is ContainerManager's candidate test for one childless node.
+func (t *Tree) expired(n *node, now int64) bool {
+	if len(n.children) > 0 {
+		return false
+	}
+	switch t.ephemeralType(n.stat.ephemeralOwner) {
+	case typeContainer:
+		if n.stat.cversion > 0 {
+			return true
+		}
+		return n.stat.cversion == 0 && t.cfg.ContainerMaxNeverUsedMs != 0 && now-n.stat.mtime > t.cfg.ContainerMaxNeverUsedMs
+	case typeTTL:
+		ttl := ttlOf(n.stat.ephemeralOwner)
+		return ttl != 0 && now-n.stat.mtime > ttl
+	}
+	return false
+}
+
+// ExpiryCandidates lists, sorted, the containers and TTL nodes that
+// DeleteExpired would delete at time now; at most max of them when max > 0.
+func (t *Tree) ExpiryCandidates(now int64, max int) []string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	var out []string
+	for _, set := range []map[*node]struct{}{t.containers, t.ttls} {
+		for n := range set {
+			if t.expired(n, now) {
+				out = append(out, n.path())
+			}
+		}
+	}
+	slices.Sort(out)
+	if max > 0 && len(out) > max {
+		out = out[:max]
+	}
+	return out
+}
+
+func isTTLMode(mode int32) bool {
+	return mode == jute.ModePersistentWithTTL || mode == jute.ModePersistentSequentialWithTTL
+}
+
+func isSequentialMode(mode int32) bool {
+	return mode == jute.ModePersistentSequential || mode == jute.ModeEphemeralSequential || mode == jute.ModePersistentSequentialWithTTL
+}
+
+func isEphemeralMode(mode int32) bool {
+	return mode == jute.ModeEphemeral || mode == jute.ModeEphemeralSequential
+}
+
+func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
+	t := w.t
+	path := op.Path
+	mode := op.Mode
+	if mode < jute.ModePersistent || mode > jute.ModePersistentSequentialWithTTL {
+		return "", jute.Stat{}, pathErr(ErrBadArguments, path)
+	}
+	if opcode == 0 {
+		switch {
+		case mode == jute.ModeContainer:
+			opcode = jute.OpCreateContainer
+		case isTTLMode(mode):
+			opcode = jute.OpCreateTTL
+		default:
+			opcode = jute.OpCreate
+		}
+	}
+	ttl := int64(-1)
+	if opcode == jute.OpCreateTTL {
+		ttl = op.TTL
+	}
+	// validateCreateRequest
+	if isTTLMode(mode) {
+		if !t.cfg.ExtendedTypes {
+			return "", jute.Stat{}, pathErr(ErrUnimplemented, path)
+		}
+		if ttl <= 0 || ttl > MaxTTL {
+			return "", jute.Stat{}, pathErr(ErrBadArguments, path)
+		}
+	} else if ttl >= 0 || opcode == jute.OpCreateTTL {
+		return "", jute.Stat{}, pathErr(ErrBadArguments, path)
+	}
+	if isEphemeralMode(mode) && w.tx.SessionID == 0 {
+		return "", jute.Stat{}, pathErr(ErrBadArguments, path)
+	}
+	// validatePathForCreate
+	parentPath, _, ok := parentOf(path)
+	if !ok || strings.IndexByte(path, 0) >= 0 {
+		return "", jute.Stat{}, pathErr(ErrBadArguments, path)
+	}
+	acl, ok := t.fixupACL(op.ACL, w.tx.Auth)
+	if !ok {
+		return "", jute.Stat{}, pathErr(ErrInvalidACL, path)
+	}
+	parent := t.lookup(parentPath)
+	if parent == nil {
+		return "", jute.Stat{}, pathErr(ErrNoNode, parentPath)
+	}
+	if !checkACL(parent.acl.acls, jute.PermCreate, w.tx.Auth) {
+		return "", jute.Stat{}, pathErr(ErrNoAuth, path)
+	}
+	if isSequentialMode(mode) {
+		path = path + fmt.Sprintf("%010d", parent.stat.cversion)
+	}
+	if !ValidatePath(path) {
+		return "", jute.Stat{}, pathErr(ErrBadArguments, path)
+	}
+	if path == "/" {
+		return "", jute.Stat{}, pathErr(ErrNodeExists, path)
+	}
+	name := path[len(parentPath)+1:]
+	if _, exists := parent.children[name]; exists {
+		return "", jute.Stat{}, pathErr(ErrNodeExists, path)
+	}
+	if t.ephemeralType(parent.stat.ephemeralOwner) == typeNormal {
+		return "", jute.Stat{}, pathErr(ErrNoChildrenForEphemerals, path)
+	}
+	var owner int64
+	switch {
+	case opcode == jute.OpCreateContainer:
+		owner = containerOwner
+	case opcode == jute.OpCreateTTL:
+		owner = extendedMask | ttl
+	case isEphemeralMode(mode):
+		owner = w.tx.SessionID
+	}
+	var data []byte
+	if op.Data != nil {
+		data = append(make([]byte, 0, len(op.Data)), op.Data...)
+	}
+	n := &node{
+		parent: parent,
+		name:   name,
+		data:   data,
+		acl:    t.acls.intern(acl),
+		stat: persisted{
+			czxid: w.tx.Zxid, mzxid: w.tx.Zxid, pzxid: w.tx.Zxid,
+			ctime: w.tx.Time, mtime: w.tx.Time,
+			ephemeralOwner: owner,
+		},
+	}
+	oldCv, oldPz := parent.stat.cversion, parent.stat.pzxid
+	if newCv := oldCv + 1; newCv > oldCv {
+		parent.stat.cversion = newCv
+		parent.stat.pzxid = w.tx.Zxid
+	}
+	t.link(n, path)
+	w.onUndo(func() {
+		t.unlink(n, path)
+		t.acls.release(n.acl)
+		parent.stat.cversion, parent.stat.pzxid = oldCv, oldPz
+	})
+	st := t.clientStat(n)
+	w.fire(&t.dataW, path, jute.EventNodeCreated, n.acl.acls, nil)
+	if parentPath == "" {
+		parentPath = "/"
+	}
+	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, parent.acl.acls, nil)
+	return path, st, nil
+}
+
+// link inserts n under its parent and indexes it; unlink reverses it. Neither
+// touches ACL references or the parent's stat.
+func (t *Tree) link(n *node, path string) {
+	p := n.parent
+	if p.children == nil {
+		p.children = make(map[string]*node, 1)
+	}
+	p.children[n.name] = n
+	t.nodes++
+	t.dataSize += int64(len(path) + len(n.data))
+	t.index(n)
+}
+
+func (t *Tree) unlink(n *node, path string) {
+	p := n.parent
+	delete(p.children, n.name)
+	if len(p.children) == 0 {
+		p.children = nil
+	}
+	t.nodes--
+	t.dataSize -= int64(len(path) + len(n.data))
+	owner := n.stat.ephemeralOwner
+	switch t.ephemeralType(owner) {
+	case typeContainer:
+		delete(t.containers, n)
+	case typeTTL:
+		delete(t.ttls, n)
+	case typeNormal, typeInvalid:
+		if set := t.ephemerals[owner]; set != nil {
+			delete(set, n)
+			if len(set) == 0 {
+				delete(t.ephemerals, owner)
+			}
+		}
+	}
+}
+
+func (t *Tree) index(n *node) {
+	owner := n.stat.ephemeralOwner
+	switch t.ephemeralType(owner) {
+	case typeContainer:
+		t.containers[n] = struct{}{}
+	case typeTTL:
+		t.ttls[n] = struct{}{}
+	case typeNormal, typeInvalid:
+		set := t.ephemerals[owner]
+		if set == nil {
+			set = make(map[*node]struct{}, 1)
+			t.ephemerals[owner] = set
+		}
+		set[n] = struct{}{}
+	}
+}
+
+func (w *writer) delete(path string, version int32) error {
+	t := w.t
+	parentPath, _, ok := parentOf(path)
+	if !ok || strings.IndexByte(path, 0) >= 0 || isSpecialPath(path) {
+		return pathErr(ErrBadArguments, path)
+	}
+	parent := t.lookup(parentPath)
+	if parent == nil {
+		return pathErr(ErrNoNode, parentPath)
+	}
+	if !checkACL(parent.acl.acls, jute.PermDelete, w.tx.Auth) {
+		return pathErr(ErrNoAuth, path)
+	}
+	n := t.lookup(path)
+	if n == nil {
+		return pathErr(ErrNoNode, path)
+	}
+	if version != -1 && version != n.stat.version {
+		return pathErr(ErrBadVersion, path)
+	}
+	if len(n.children) > 0 {
+		return pathErr(ErrNotEmpty, path)
+	}
+	w.deleteNode(n, path)
+	return nil
+}
+
+// deleteNode is DataTree.deleteNode: unlink, pzxid, watches. The parent's
+// persisted cversion is not touched (its reported cversion still grows, as
+// it is derived from the child count).
+func (w *writer) deleteNode(n *node, path string) {
+	t := w.t
+	parent := n.parent
+	oldPz := parent.stat.pzxid
+	t.unlink(n, path)
+	if w.tx.Zxid > parent.stat.pzxid {
+		parent.stat.pzxid = w.tx.Zxid
+	}
+	acl := n.acl
+	if w.multi {
+		// Keep the reference until the multi commits; the undo step
+		// relinks the node, and commit releases below.
+		w.undo = append(w.undo, func() {
+			parent.stat.pzxid = oldPz
+			t.link(n, path)
+		})
+		w.deferRelease(acl)
+	} else {
+		t.acls.release(acl)
+	}
+	got := w.fire(&t.dataW, path, jute.EventNodeDeleted, acl.acls, nil)
+	w.fire(&t.childW, path, jute.EventNodeDeleted, acl.acls, got)
+	parentPath, _, _ := parentOf(path)
+	if parentPath == "" {
+		parentPath = "/"
+	}
+	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, parent.acl.acls, nil)
+}
+
+func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, error) {
+	t := w.t
+	if !ValidatePath(path) {
+		return jute.Stat{}, pathErr(ErrBadArguments, path)
+	}
+	n := t.lookup(path)
+	if n == nil {
+		return jute.Stat{}, pathErr(ErrNoNode, path)
+	}
+	if !checkACL(n.acl.acls, jute.PermWrite, w.tx.Auth) {
+		return jute.Stat{}, pathErr(ErrNoAuth, path)
+	}
+	if version != -1 && version != n.stat.version {
+		return jute.Stat{}, pathErr(ErrBadVersion, path)
+	}
+	oldData, oldStat := n.data, n.stat
+	var nd []byte
+	if data != nil {
+		nd = append(make([]byte, 0, len(data)), data...)
+	}
+	n.data = nd
+	n.stat.version++
+	n.stat.mtime = w.tx.Time
+	n.stat.mzxid = w.tx.Zxid
+	t.dataSize += int64(len(nd) - len(oldData))
+	w.onUndo(func() {
+		t.dataSize -= int64(len(n.data) - len(oldData))
+		n.data, n.stat = oldData, oldStat
+	})
+	st := t.clientStat(n)
+	w.fire(&t.dataW, path, jute.EventNodeDataChanged, n.acl.acls, nil)
+	return st, nil
+}
+
+func (w *writer) setACL(path string, acl []jute.ACL, aversion int32) (jute.Stat, error) {
+	t := w.t
+	if !ValidatePath(path) {
+		return jute.Stat{}, pathErr(ErrBadArguments, path)
+	}
+	fixed, ok := t.fixupACL(acl, w.tx.Auth)
+	if !ok {
+		return jute.Stat{}, pathErr(ErrInvalidACL, path)
+	}
+	n := t.lookup(path)
+	if n == nil {
+		return jute.Stat{}, pathErr(ErrNoNode, path)
+	}
+	if !checkACL(n.acl.acls, jute.PermAdmin, w.tx.Auth) {
+		return jute.Stat{}, pathErr(ErrNoAuth, path)
+	}
+	if aversion != -1 && aversion != n.stat.aversion {
+		return jute.Stat{}, pathErr(ErrBadVersion, path)
+	}
+	old := n.acl
+	n.acl = t.acls.intern(fixed)
+	t.acls.release(old)
+	n.stat.aversion++
+	return t.clientStat(n), nil
+}
+
+func (w *writer) check(path string, version int32) error {
+	t := w.t
+	if !ValidatePath(path) {
+		return pathErr(ErrBadArguments, path)
+	}
+	n := t.lookup(path)
+	if n == nil {
+		return pathErr(ErrNoNode, path)
+	}
+	if !checkACL(n.acl.acls, jute.PermRead, w.tx.Auth) {
+		return pathErr(ErrNoAuth, path)
+	}
+	if version != -1 && version != n.stat.version {
+		return pathErr(ErrBadVersion, path)
+	}
+	return nil
+}
