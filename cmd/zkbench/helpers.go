@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -85,12 +88,22 @@ func runWait(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 	start := time.Now()
 	deadline := start.Add(cfg.timeout)
 	var last error
+	probeTimeout := 100 * time.Millisecond
 	for time.Now().Before(deadline) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		remaining := time.Until(deadline)
-		conn, err := connect(ctx, cfg, logw, min(remaining, 5*time.Second))
+		// go-zk sleeps a second after failing every server, so first poll
+		// with a bare handshake to learn the moment a server grants sessions.
+		err := probeAny(cfg.servers, probeTimeout)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// Answered slowly: allow more next time, up to 2s.
+			probeTimeout = min(2*probeTimeout, 2*time.Second)
+		}
+		var conn *zk.Conn
+		if err == nil {
+			conn, err = connect(ctx, cfg, logw, min(time.Until(deadline), 5*time.Second))
+		}
 		if err == nil {
 			_, _, err = conn.Get(cfg.path)
 			conn.Close()
@@ -100,7 +113,70 @@ func runWait(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 			}
 		}
 		last = err
-		time.Sleep(20 * time.Millisecond)
+		if cfg.verbose {
+			fmt.Fprintf(logw, "zkbench: %.3fs: %v\n", time.Since(start).Seconds(), err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	return nil, fmt.Errorf("zkbench: %s not readable after %v: %v", cfg.path, cfg.timeout, last)
+}
+
+// probeAny succeeds once one of servers grants a session.
+func probeAny(servers []string, timeout time.Duration) error {
+	var errs []error
+	for _, s := range servers {
+		err := probe(s, timeout)
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// probe opens a session on addr with a bare ConnectRequest (no readOnly
+// byte, as go-zk sends it) and closes it again. It fails unless the server
+// granted a session: a positive timeout and a nonzero session id.
+func probe(addr string, timeout time.Duration) error {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	// ConnectRequest: protocolVersion, lastZxidSeen, timeOut, sessionId, passwd.
+	var req []byte
+	req = binary.BigEndian.AppendUint32(req, 4+8+4+8+4+16)
+	req = binary.BigEndian.AppendUint32(req, 0)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 10000)
+	req = binary.BigEndian.AppendUint64(req, 0)
+	req = binary.BigEndian.AppendUint32(req, 16)
+	req = append(req, make([]byte, 16)...)
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	var hdr [4]byte
+	if _, err := io.ReadFull(c, hdr[:]); err != nil {
+		return fmt.Errorf("zkbench: probe %s: %w", addr, err)
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n < 16 || n > 1<<16 {
+		return fmt.Errorf("zkbench: probe %s: bad ConnectResponse length %d", addr, n)
+	}
+	resp := make([]byte, n)
+	if _, err := io.ReadFull(c, resp); err != nil {
+		return fmt.Errorf("zkbench: probe %s: %w", addr, err)
+	}
+	if int32(binary.BigEndian.Uint32(resp[4:])) <= 0 || binary.BigEndian.Uint64(resp[8:]) == 0 {
+		return fmt.Errorf("zkbench: probe %s: session refused", addr)
+	}
+	// closeSession: xid 1, type -11.
+	closeReq := binary.BigEndian.AppendUint32(nil, 8)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, 1)
+	closeReq = binary.BigEndian.AppendUint32(closeReq, 0xFFFFFFF5)
+	if _, err := c.Write(closeReq); err == nil {
+		_, _ = io.ReadFull(c, hdr[:])
+	}
+	return nil
 }

@@ -1,0 +1,218 @@
+#!/usr/bin/env bash
+# bench-vs-zookeeper.sh measures zkd and Apache ZooKeeper 3.8 (Debian's
+# zookeeper package) side by side on this machine and prints each figure
+# for both servers and their ratio (zkd / ZooKeeper).
+#
+# Both servers run standalone with fsync on (ZooKeeper's forceSync default,
+# a default JVM), on free loopback ports, with their data directories side
+# by side under one directory (same disk). Every workload runs ROUNDS times,
+# alternating which server goes first; the table shows the median round.
+# Then each server gets ZNODES znodes (RSS before and after, from ps -o rss)
+# and is restarted, timing how long until a client can read the last one.
+#
+# Knobs (environment): ROUNDS=3 DURATION=10s WARMUP=2s CLIENTS=16 SIZE=1024
+# ZNODES=100000 FILL_SIZE=100 WORKLOADS="create set get lock:1 lock:$CLIENTS"
+# (lock:L is the lock workload on L lock paths; L=CLIENTS is uncontended)
+# SERVERS="zkd zookeeper" BENCH_DIR=<dir, default a fresh one in /var/tmp>
+# KEEP=1 keeps BENCH_DIR and the raw JSON results.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10s}
+WARMUP=${WARMUP:-2s}
+CLIENTS=${CLIENTS:-16}
+SIZE=${SIZE:-1024}
+ZNODES=${ZNODES:-100000}
+FILL_SIZE=${FILL_SIZE:-100}
+WORKLOADS=${WORKLOADS:-"create set get lock:1 lock:$CLIENTS"}
+SERVERS=${SERVERS:-"zkd zookeeper"}
+GO=${GO:-go}
+command -v "$GO" >/dev/null 2>&1 || GO=/usr/local/go/bin/go
+BENCH_DIR=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/var/tmp}/zkd-bench.XXXXXX")}
+mkdir -p "$BENCH_DIR" bin
+
+log() { echo "bench: $*" >&2; }
+
+"$GO" build -o bin/zkbench ./cmd/zkbench
+ZKBENCH=$PWD/bin/zkbench
+if [[ " $SERVERS " == *" zkd "* ]]; then
+	"$GO" build -o bin/zkd ./cmd/zkd
+fi
+if [[ " $SERVERS " == *" zookeeper "* ]] && [ ! -f /usr/share/java/zookeeper.jar ]; then
+	echo "bench: ZooKeeper 3.8 is not installed: sudo apt-get install -y zookeeper" >&2
+	exit 1
+fi
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+declare -A PORT PID
+RESULTS=$BENCH_DIR/results.jsonl
+: >"$RESULTS"
+
+cleanup() {
+	for s in $SERVERS; do
+		if [ -n "${PID[$s]:-}" ] && kill -0 "${PID[$s]}" 2>/dev/null; then
+			kill -TERM "${PID[$s]}" 2>/dev/null || true
+			wait "${PID[$s]}" 2>/dev/null || true
+		fi
+	done
+	if [ "${KEEP:-0}" = 1 ]; then
+		log "kept $BENCH_DIR"
+	else
+		rm -rf "$BENCH_DIR"
+	fi
+}
+trap cleanup EXIT
+
+# write_cfg SERVER: the same zoo.cfg for both, apart from paths and port.
+write_cfg() {
+	local s=$1 dir=$BENCH_DIR/$1
+	mkdir -p "$dir/data"
+	cat >"$dir/zoo.cfg" <<-EOF
+		tickTime=2000
+		dataDir=$dir/data
+		clientPort=${PORT[$s]}
+		clientPortAddress=127.0.0.1
+		maxClientCnxns=0
+		admin.enableServer=false
+		4lw.commands.whitelist=*
+	EOF
+}
+
+# start SERVER: launch in the background; PID[SERVER] is the server itself.
+start() {
+	local s=$1 dir=$BENCH_DIR/$1
+	case $s in
+	zkd)
+		bin/zkd "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 &
+		;;
+	zookeeper)
+		java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+			-cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
+			org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 &
+		;;
+	esac
+	PID[$s]=$!
+}
+
+# wait_readable SERVER PATH: block until PATH can be read (120 s at most).
+wait_readable() {
+	if ! "$ZKBENCH" -servers "127.0.0.1:${PORT[$1]}" -workload wait -path "$2" -timeout 120s >/dev/null; then
+		log "$1 did not serve $2; its log:"
+		tail -n 40 "$BENCH_DIR/$1/server.log" >&2
+		exit 1
+	fi
+}
+
+stop() {
+	kill -TERM "${PID[$1]}"
+	wait "${PID[$1]}" 2>/dev/null || true
+	PID[$1]=
+}
+
+rss_kb() { ps -o rss= -p "${PID[$1]}" | tr -d ' '; }
+
+now() { date +%s.%N; }
+
+for s in $SERVERS; do
+	PORT[$s]=$(free_port)
+	write_cfg "$s"
+	start "$s"
+	wait_readable "$s" /zookeeper
+	log "$s up on 127.0.0.1:${PORT[$s]} (pid ${PID[$s]})"
+done
+
+# record SERVER JSON-LINE: tag a zkbench result with its server.
+record() { python3 -c 'import json,sys; r=json.loads(sys.argv[2]); r["server"]=sys.argv[1]; print(json.dumps(r))' "$1" "$2" >>"$RESULTS"; }
+
+order=($SERVERS)
+for ((round = 1; round <= ROUNDS; round++)); do
+	for w in $WORKLOADS; do
+		name=${w%%:*}
+		args=(-workload "$name" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -size "$SIZE" -json)
+		if [ "$name" = lock ]; then
+			args+=(-locks "${w#lock:}")
+			[ "$w" = lock ] && args[-1]=1
+		fi
+		for s in "${order[@]}"; do
+			log "round $round/$ROUNDS $w on $s"
+			record "$s" "$("$ZKBENCH" -servers "127.0.0.1:${PORT[$s]}" "${args[@]}")"
+		done
+	done
+	order=($(printf '%s\n' "${order[@]}" | tac)) # alternate who goes first
+done
+
+# Memory with ZNODES znodes, then restart time with them.
+last=$(printf '/zkbench-fill/n%08d' $((ZNODES - 1)))
+for s in $SERVERS; do
+	before=$(rss_kb "$s")
+	log "$s: creating $ZNODES znodes of $FILL_SIZE bytes"
+	fill=$("$ZKBENCH" -servers "127.0.0.1:${PORT[$s]}" -workload fill -count "$ZNODES" -size "$FILL_SIZE" -clients "$CLIENTS" -json)
+	after=$(rss_kb "$s")
+	stop "$s"
+	t0=$(now)
+	start "$s"
+	wait_readable "$s" "$last"
+	t1=$(now)
+	restarted=$(rss_kb "$s")
+	python3 -c 'import json,sys
+f=json.loads(sys.argv[2])
+print(json.dumps({"server":sys.argv[1],"workload":"znodes","rss_before_kb":int(sys.argv[3]),"rss_after_kb":int(sys.argv[4]),
+ "rss_restarted_kb":int(sys.argv[5]),"restart_s":float(sys.argv[7])-float(sys.argv[6]),"fill_per_sec":f["ops_per_sec"]}))' \
+		"$s" "$fill" "$before" "$after" "$restarted" "$t0" "$t1" >>"$RESULTS"
+done
+
+python3 - "$RESULTS" "$ZNODES" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+znodes = int(sys.argv[2])
+servers = ["zkd", "zookeeper"]
+
+def ratio(a, b):
+    return f"{a / b:.2f}x" if a is not None and b else "-"
+
+def fmt(v, unit=""):
+    if v is None:
+        return "-"
+    return f"{v:,.1f}{unit}" if isinstance(v, float) else f"{v:,}{unit}"
+
+bench = {}
+for r in rows:
+    if r["workload"] == "znodes":
+        continue
+    key = r["workload"] + (f" locks={r['locks']}" if r["workload"] == "lock" else "")
+    bench.setdefault(key, {}).setdefault(r["server"], []).append(r)
+
+def median(rs, f):
+    return statistics.median(f(r) for r in rs) if rs else None
+
+lines = [("figure", "zkd", "zookeeper", "zkd/zk")]
+for key, by in bench.items():
+    for label, f in (("ops/s", lambda r: r["ops_per_sec"]),
+                     ("p50 ms", lambda r: r["latency_us"]["p50"] / 1000),
+                     ("p99 ms", lambda r: r["latency_us"]["p99"] / 1000),
+                     ("p999 ms", lambda r: r["latency_us"]["p999"] / 1000)):
+        a, b = (median(by.get(s, []), f) for s in servers)
+        lines.append((f"{key} {label}", fmt(a), fmt(b), ratio(a, b)))
+    errs = {s: sum(r["errors"] for r in by.get(s, [])) for s in servers}
+    if any(errs.values()):
+        lines.append((f"{key} errors", fmt(errs["zkd"]), fmt(errs["zookeeper"]), ""))
+mem = {r["server"]: r for r in rows if r["workload"] == "znodes"}
+def m(s, k, scale=1.0):
+    return mem[s][k] / scale if s in mem else None
+for label, k, scale in ((f"RSS idle MiB", "rss_before_kb", 1024.0),
+                        (f"RSS with {znodes:,} znodes MiB", "rss_after_kb", 1024.0),
+                        (f"RSS after restart MiB", "rss_restarted_kb", 1024.0),
+                        (f"restart with {znodes:,} znodes s", "restart_s", 1.0),
+                        (f"fill creates/s", "fill_per_sec", 1.0)):
+    a, b = m("zkd", k, scale), m("zookeeper", k, scale)
+    lines.append((label, fmt(a), fmt(b), ratio(a, b)))
+w = [max(len(l[i]) for l in lines) for i in range(4)]
+for i, l in enumerate(lines):
+    print(f"{l[0]:<{w[0]}}  {l[1]:>{w[1]}}  {l[2]:>{w[2]}}  {l[3]:>{w[3]}}")
+    if i == 0:
+        print("  ".join("-" * x for x in w))
+EOF
