@@ -105,6 +105,11 @@ type Decoder struct {
 // buffers it returns alias b.
 func NewDecoder(b []byte) *Decoder { return &Decoder{b: b} }
 
+// Reset makes d read b from its start, clearing any error, so one Decoder
+// (for example a field of a connection) can decode frame after frame
+// without allocating.
+func (d *Decoder) Reset(b []byte) { *d = Decoder{b: b} }
+
 // Err returns the first decoding error, or nil.
 func (d *Decoder) Err() error { return d.err }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -253,5 +254,71 @@ func TestMultiDecodeErrors(t *testing.T) {
 				t.Fatalf("Decode = %v, want %v", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestNewResponse(t *testing.T) {
+	tests := []struct {
+		op    int32
+		want  Record
+		known bool
+	}{
+		{OpCreate, &CreateResponse{}, true},
+		{OpCreate2, &Create2Response{}, true},
+		{OpCreateContainer, &Create2Response{}, true},
+		{OpCreateTTL, &Create2Response{}, true},
+		{OpDelete, nil, true},
+		{OpExists, &ExistsResponse{}, true},
+		{OpGetData, &GetDataResponse{}, true},
+		{OpSetData, &SetDataResponse{}, true},
+		{OpGetACL, &GetACLResponse{}, true},
+		{OpSetACL, &SetACLResponse{}, true},
+		{OpGetChildren, &GetChildrenResponse{}, true},
+		{OpSync, &SyncResponse{}, true},
+		{OpPing, nil, true},
+		{OpGetChildren2, &GetChildren2Response{}, true},
+		{OpMulti, &MultiResponse{}, true},
+		{OpMultiRead, &MultiResponse{}, true},
+		{OpReconfig, &GetDataResponse{}, true},
+		{OpCheckWatches, nil, true},
+		{OpRemoveWatches, nil, true},
+		{OpAuth, nil, true},
+		{OpSetWatches, nil, true},
+		{OpSetWatches2, nil, true},
+		{OpSASL, &SetSASLResponse{}, true},
+		{OpGetEphemerals, &GetEphemeralsResponse{}, true},
+		{OpGetAllChildrenNumber, &GetAllChildrenNumberResponse{}, true},
+		{OpAddWatch, &ErrorResponse{}, true},
+		{OpWhoAmI, &WhoAmIResponse{}, true},
+		{OpCloseSession, nil, true},
+		{OpCreateSession, nil, false},
+		{OpNotification, nil, false},
+		{99, nil, false},
+	}
+	for _, tc := range tests {
+		got, known := NewResponse(tc.op)
+		if known != tc.known || !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("NewResponse(%d) = %#v, %v; want %#v, %v", tc.op, got, known, tc.want, tc.known)
+		}
+	}
+}
+
+func TestOpName(t *testing.T) {
+	tests := []struct {
+		op   int32
+		name string
+	}{
+		{OpCreate, "create"}, {OpGetChildren2, "getChildren2"}, {OpMultiRead, "multiRead"},
+		{OpSetWatches2, "setWatches2"}, {OpWhoAmI, "whoAmI"}, {OpCloseSession, "closeSession"},
+		{OpError, "error"}, {77, "op77"}, {-3, "op-3"},
+	}
+	for _, tc := range tests {
+		if got := OpName(tc.op); got != tc.name {
+			t.Errorf("OpName(%d) = %q, want %q", tc.op, got, tc.name)
+		}
+		op, ok := OpByName(tc.name)
+		if isKnown := !strings.HasPrefix(tc.name, "op"); ok != isKnown || (ok && op != tc.op) {
+			t.Errorf("OpByName(%q) = %d, %v", tc.name, op, ok)
+		}
 	}
 }

@@ -1,0 +1,65 @@
+package jute
+
+import (
+	"bytes"
+	"testing"
+)
+
+func benchRecords() []struct {
+	name string
+	rec  Record
+} {
+	multi := &MultiRequest{}
+	for i := 0; i < 10; i++ {
+		multi.Ops = append(multi.Ops, MultiOp{Type: OpCreate, Req: &CreateRequest{Path: "/bench/node-0000000001", Data: []byte("0123456789"), Acl: testACLs[:1], Flags: ModePersistent}})
+	}
+	multiResp := &MultiResponse{}
+	for i := 0; i < 10; i++ {
+		multiResp.Results = append(multiResp.Results, MultiResult{Type: OpCreate2, Resp: &Create2Response{Path: "/bench/node-0000000001", Stat: testStat}})
+	}
+	return []struct {
+		name string
+		rec  Record
+	}{
+		{"rec=Stat", &testStat},
+		{"rec=GetDataResponse/size=1KiB", &GetDataResponse{Data: bytes.Repeat([]byte("x"), 1024), Stat: testStat}},
+		{"rec=CreateRequest", &CreateRequest{Path: "/locks/lock-0000000042", Data: []byte("owner"), Acl: testACLs[:1], Flags: ModeEphemeralSequential}},
+		{"rec=MultiRequest/ops=10", multi},
+		{"rec=MultiResponse/ops=10", multiResp},
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	for _, bc := range benchRecords() {
+		b.Run(bc.name, func(b *testing.B) {
+			e := NewEncoder(make([]byte, 0, 4096))
+			b.SetBytes(int64(len(Encode(bc.rec))))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				e.Reset()
+				bc.rec.Encode(e)
+			}
+		})
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	for _, bc := range benchRecords() {
+		b.Run(bc.name, func(b *testing.B) {
+			in := Encode(bc.rec)
+			r := newLike(bc.rec)
+			d := NewDecoder(nil)
+			b.SetBytes(int64(len(in)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				d.Reset(in)
+				r.Decode(d)
+				if d.Err() != nil {
+					b.Fatal(d.Err())
+				}
+			}
+		})
+	}
+}
