@@ -362,10 +362,11 @@ func (c *conn) readLoop() {
 		default:
 			c.prepare(sl, body, &lastRead)
 		}
+		last := sl.closeAfter // the completer may set it too: read it before pushing
 		if !c.push(sl) {
 			return
 		}
-		if sl.closeAfter {
+		if last {
 			<-c.done
 			return
 		}
@@ -473,6 +474,9 @@ func (c *conn) complete() {
 // connection is done.
 func (c *conn) finish(sl *slot) bool {
 	defer func() {
+		if sl.done != nil {
+			close(sl.done)
+		}
 		c.pending.Add(-1)
 		c.s.stats.outstanding.Add(-1)
 	}()
@@ -488,7 +492,7 @@ func (c *conn) finish(sl *slot) bool {
 	case sl.code != jute.CodeOK:
 		hdr.Zxid, hdr.Err = c.s.b.LastZxid(), sl.code
 	case sl.op == jute.OpPing:
-		hdr.Zxid = c.s.b.LastZxid()
+		hdr.Xid, hdr.Zxid = jute.XidPing, c.s.b.LastZxid()
 	case sl.fut != nil:
 		select {
 		case <-sl.fut.Done():
@@ -576,7 +580,6 @@ func (c *conn) execRead(sl *slot) {
 		body = nil
 	}
 	frame := encodeReply(hdr, body)
-	close(sl.done)
 	if hold {
 		c.out.Lock()
 		c.out.deferring = false

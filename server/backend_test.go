@@ -1,0 +1,281 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+	"unsafe"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/zab"
+)
+
+// newFuture returns a pending zab.Future and the function completing it.
+// zab exports no constructor, so the test fills the unexported fields.
+func newFuture() (*zab.Future, func(zab.Result)) {
+	f := new(zab.Future)
+	v := reflect.ValueOf(f).Elem()
+	done := make(chan struct{})
+	setField(v.FieldByName("done"), reflect.ValueOf(done))
+	return f, func(r zab.Result) {
+		setField(v.FieldByName("res"), reflect.ValueOf(r))
+		close(done)
+	}
+}
+
+func setField(f, x reflect.Value) {
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(x)
+}
+
+// fakeBackend applies writes straight to a datatree.Tree on one apply
+// goroutine, in submission order, as zab does on a single member.
+type fakeBackend struct {
+	tree  *datatree.Tree
+	queue chan pendingWrite
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu       sync.Mutex
+	zxid     int64
+	nextID   int64
+	sessions map[int64]int32
+	submits  int
+	gate     chan struct{} // when set, each apply waits for a token
+	syncErr  error
+	panicOn  string // "sync": Sync panics
+
+	onClose func(id int64) // the server's SessionClosed
+}
+
+type pendingWrite struct {
+	req      *zab.Request
+	complete func(zab.Result)
+}
+
+func newFakeBackend() *fakeBackend {
+	b := &fakeBackend{
+		tree:     datatree.New(datatree.DefaultConfig()),
+		queue:    make(chan pendingWrite, 1<<16),
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+		nextID:   0x100000000,
+		sessions: map[int64]int32{},
+	}
+	go b.applyLoop()
+	return b
+}
+
+func (b *fakeBackend) close() {
+	close(b.stop)
+	<-b.done
+}
+
+func (b *fakeBackend) Submit(r *zab.Request) *zab.Future {
+	f, complete := newFuture()
+	b.mu.Lock()
+	b.submits++
+	b.mu.Unlock()
+	b.queue <- pendingWrite{r, complete}
+	return f
+}
+
+func (b *fakeBackend) submitCount() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.submits
+}
+
+func (b *fakeBackend) setGate(g chan struct{}) {
+	b.mu.Lock()
+	b.gate = g
+	b.mu.Unlock()
+}
+
+func (b *fakeBackend) applyLoop() {
+	defer close(b.done)
+	for {
+		select {
+		case w := <-b.queue:
+			b.mu.Lock()
+			gate := b.gate
+			b.mu.Unlock()
+			if gate != nil {
+				select {
+				case <-gate:
+				case <-b.stop:
+					w.complete(zab.Result{Err: zab.ErrStopped})
+					return
+				}
+			}
+			w.complete(b.apply(w.req))
+		case <-b.stop:
+			return
+		}
+	}
+}
+
+func (b *fakeBackend) apply(r *zab.Request) zab.Result {
+	b.mu.Lock()
+	b.zxid++
+	zxid := b.zxid
+	b.mu.Unlock()
+	tx := &datatree.Txn{Zxid: zxid, Time: time.Now().UnixMilli(), SessionID: r.SessionID, Auth: r.Auth}
+	switch r.Op {
+	case jute.OpCreateSession:
+		b.mu.Lock()
+		b.nextID++
+		id := b.nextID
+		b.sessions[id] = r.Timeout
+		b.mu.Unlock()
+		b.tree.NoteZxid(zxid)
+		return zab.Result{Zxid: zxid, SessionID: id}
+	case jute.OpCloseSession:
+		b.mu.Lock()
+		_, ok := b.sessions[r.SessionID]
+		delete(b.sessions, r.SessionID)
+		b.mu.Unlock()
+		if !ok {
+			b.tree.NoteZxid(zxid)
+			return zab.Result{Zxid: zxid, Err: zab.ErrUnknownSession}
+		}
+		b.tree.CloseSession(tx, r.SessionID)
+		if b.onClose != nil {
+			b.onClose(r.SessionID)
+		}
+		return zab.Result{Zxid: zxid}
+	}
+	rec, _ := jute.NewRequest(r.Op)
+	if rec == nil || jute.Decode(r.Body, rec) != nil {
+		b.tree.NoteZxid(zxid)
+		return zab.Result{Zxid: zxid, Err: jute.CodeMarshallingError}
+	}
+	resp, err := b.applyRecord(tx, r.Op, rec)
+	if err != nil {
+		b.tree.NoteZxid(zxid)
+		return zab.Result{Zxid: zxid, Err: err}
+	}
+	return zab.Result{Zxid: zxid, Resp: resp}
+}
+
+func (b *fakeBackend) applyRecord(tx *datatree.Txn, op int32, rec jute.Record) (jute.Record, error) {
+	switch q := rec.(type) {
+	case *jute.CreateRequest:
+		path, st, err := b.tree.Create(tx, datatree.CreateOp{Path: q.Path, Data: q.Data, ACL: q.Acl, Mode: q.Flags, Type: op})
+		if err != nil {
+			return nil, err
+		}
+		if op == jute.OpCreate {
+			return &jute.CreateResponse{Path: path}, nil
+		}
+		return &jute.Create2Response{Path: path, Stat: st}, nil
+	case *jute.DeleteRequest:
+		return nil, b.tree.Delete(tx, q.Path, q.Version)
+	case *jute.SetDataRequest:
+		st, err := b.tree.SetData(tx, q.Path, q.Data, q.Version)
+		if err != nil {
+			return nil, err
+		}
+		return &jute.SetDataResponse{Stat: st}, nil
+	case *jute.SetACLRequest:
+		st, err := b.tree.SetACL(tx, q.Path, q.Acl, q.Version)
+		if err != nil {
+			return nil, err
+		}
+		return &jute.SetACLResponse{Stat: st}, nil
+	}
+	return nil, jute.CodeUnimplemented
+}
+
+func (b *fakeBackend) Tree() *datatree.Tree { return b.tree }
+func (b *fakeBackend) LastZxid() int64      { return b.tree.LastZxid() }
+
+func (b *fakeBackend) SessionTimeout(id int64) (int32, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	to, ok := b.sessions[id]
+	return to, ok
+}
+
+func (b *fakeBackend) Touch(id int64) bool {
+	_, ok := b.SessionTimeout(id)
+	return ok
+}
+
+func (b *fakeBackend) Sync(ctx context.Context) error {
+	b.mu.Lock()
+	err, p := b.syncErr, b.panicOn
+	b.mu.Unlock()
+	if p == "sync" {
+		panic("fake backend: sync panics")
+	}
+	return err
+}
+
+func (b *fakeBackend) Mode() string { return "standalone" }
+
+// expire drops a session as zab would on expiry, and tells the server.
+func (b *fakeBackend) expire(id int64) {
+	f := b.Submit(&zab.Request{Op: jute.OpCloseSession, SessionID: id})
+	<-f.Done()
+}
+
+// testServer is a Server on a loopback port over a fakeBackend.
+type testServer struct {
+	*Server
+	b    *fakeBackend
+	addr string
+}
+
+func startServer(t testing.TB, mod func(*Config)) *testServer {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.ClientAddr = "127.0.0.1:0"
+	cfg.FourLetterWhitelist = []string{"*"}
+	if tt, ok := t.(*testing.T); ok {
+		cfg.Logger = zaptest.NewLogger(tt, zaptest.Level(zap.WarnLevel))
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	b := newFakeBackend()
+	s, err := New(cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.onClose = s.SessionClosed
+	ln, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ln) }()
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		if err := <-served; err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+		b.close()
+	})
+	return &testServer{Server: s, b: b, addr: ln.Addr().String()}
+}
+
+// waitFor polls cond until it holds or the test times out.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

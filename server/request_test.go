@@ -1,0 +1,491 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/zab"
+)
+
+var openACL = []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}
+
+func TestUnknownOpcodeClosesConnection(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	h := c.call(7, 999, nil, nil)
+	want := jute.ReplyHeader{Xid: 7, Zxid: -1, Err: jute.CodeUnimplemented}
+	if h != want {
+		t.Fatalf("reply %+v, want %+v", h, want)
+	}
+	c.expectClosed()
+}
+
+func TestMalformedBodyKeepsConnection(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	for _, op := range []int32{jute.OpGetData, jute.OpCreate} {
+		e := jute.NewEncoder(nil)
+		(&jute.RequestHeader{Xid: 3, Type: op}).Encode(e)
+		c.write(frameOf(append(e.Bytes(), 0, 0, 0)))
+		if h := c.reply(nil); h.Xid != 3 || h.Err != jute.CodeMarshallingError {
+			t.Fatalf("op %d: reply %+v, want MarshallingError", op, h)
+		}
+	}
+	if h := c.call(-2, jute.OpPing, nil, nil); h.Xid != jute.XidPing || h.Err != 0 {
+		t.Fatalf("ping after malformed body: %+v", h)
+	}
+	if n := ts.b.submitCount(); n != 1 {
+		t.Fatalf("backend saw %d submits, want only createSession", n)
+	}
+}
+
+func TestReadsAndWrites(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+
+	var cr jute.CreateResponse
+	h := c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/a", Data: []byte("x"), Acl: openACL}, &cr)
+	if h.Err != 0 || cr.Path != "/a" || h.Zxid != ts.b.LastZxid() {
+		t.Fatalf("create: %+v %+v", h, cr)
+	}
+	var c2 jute.Create2Response
+	if h := c.call(2, jute.OpCreate2, &jute.CreateRequest{Path: "/a/s-", Acl: openACL, Flags: jute.ModeEphemeralSequential}, &c2); h.Err != 0 ||
+		c2.Path != "/a/s-0000000000" || c2.Stat.EphemeralOwner != c.id {
+		t.Fatalf("create2: %+v %+v", h, c2)
+	}
+	for _, tc := range []struct {
+		name string
+		op   int32
+		req  jute.Record
+		resp jute.Record
+		err  jute.Code
+		want string
+	}{
+		{"getData", jute.OpGetData, &jute.GetDataRequest{Path: "/a"}, &jute.GetDataResponse{}, 0, "x"},
+		{"getData no node", jute.OpGetData, &jute.GetDataRequest{Path: "/nope"}, nil, jute.CodeNoNode, ""},
+		{"exists", jute.OpExists, &jute.ExistsRequest{Path: "/a"}, &jute.ExistsResponse{}, 0, ""},
+		{"exists no node", jute.OpExists, &jute.ExistsRequest{Path: "/nope"}, nil, jute.CodeNoNode, ""},
+		{"getChildren", jute.OpGetChildren, &jute.GetChildrenRequest{Path: "/a"}, &jute.GetChildrenResponse{}, 0, "s-0000000000"},
+		{"getChildren2", jute.OpGetChildren2, &jute.GetChildren2Request{Path: "/a"}, &jute.GetChildren2Response{}, 0, "s-0000000000"},
+		{"getACL", jute.OpGetACL, &jute.GetACLRequest{Path: "/a"}, &jute.GetACLResponse{}, 0, "anyone"},
+		{"getEphemerals", jute.OpGetEphemerals, &jute.GetEphemeralsRequest{PrefixPath: "/"}, &jute.GetEphemeralsResponse{}, 0, "/a/s-0000000000"},
+		{"getAllChildrenNumber", jute.OpGetAllChildrenNumber, &jute.GetAllChildrenNumberRequest{Path: "/a"}, &jute.GetAllChildrenNumberResponse{}, 0, "1"},
+		{"sync", jute.OpSync, &jute.SyncRequest{Path: "/a"}, &jute.SyncResponse{}, 0, "/a"},
+		{"setData", jute.OpSetData, &jute.SetDataRequest{Path: "/a", Data: []byte("y"), Version: 0}, &jute.SetDataResponse{}, 0, "Version:1"},
+		{"setData bad version", jute.OpSetData, &jute.SetDataRequest{Path: "/a", Data: []byte("z"), Version: 7}, nil, jute.CodeBadVersion, ""},
+		{"delete not empty", jute.OpDelete, &jute.DeleteRequest{Path: "/a", Version: -1}, nil, jute.CodeNotEmpty, ""},
+		{"reconfig disabled", jute.OpReconfig, &jute.ReconfigRequest{}, nil, jute.CodeReconfigDisabled, ""},
+		{"checkWatches none", jute.OpCheckWatches, &jute.CheckWatchesRequest{Path: "/a", Type: jute.WatcherTypeData}, nil, jute.CodeNoWatcher, ""},
+		{"addWatch", jute.OpAddWatch, &jute.AddWatchRequest{Path: "/a", Mode: jute.AddWatchModePersistent}, &jute.ErrorResponse{}, 0, ""},
+		{"removeWatches", jute.OpRemoveWatches, &jute.RemoveWatchesRequest{Path: "/a", Type: jute.WatcherTypeAny}, nil, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := c.call(10, tc.op, tc.req, tc.resp)
+			if h.Xid != 10 || h.Err != tc.err {
+				t.Fatalf("reply %+v, want err %v", h, tc.err)
+			}
+			if h.Zxid != ts.b.LastZxid() {
+				t.Fatalf("reply zxid %d, want last zxid %d", h.Zxid, ts.b.LastZxid())
+			}
+			if tc.resp != nil && !strings.Contains(fmt.Sprintf("%s", fmt.Sprintf("%+v", tc.resp)), tc.want) {
+				t.Fatalf("response %+v does not contain %q", tc.resp, tc.want)
+			}
+		})
+	}
+}
+
+func TestMultiRead(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/m", Data: []byte("d"), Acl: openACL}, &jute.CreateResponse{})
+	req := &jute.MultiRequest{Ops: []jute.MultiOp{
+		{Type: jute.OpGetData, Req: &jute.GetDataRequest{Path: "/m"}},
+		{Type: jute.OpGetData, Req: &jute.GetDataRequest{Path: "/missing"}},
+		{Type: jute.OpGetChildren, Req: &jute.GetChildrenRequest{Path: "/"}},
+	}}
+	var resp jute.MultiResponse
+	if h := c.call(2, jute.OpMultiRead, req, &resp); h.Err != 0 {
+		t.Fatalf("multiRead header %+v", h)
+	}
+	if len(resp.Results) != 3 {
+		t.Fatalf("results %+v", resp.Results)
+	}
+	if r := resp.Results[0]; r.Type != jute.OpGetData || string(r.Resp.(*jute.GetDataResponse).Data) != "d" {
+		t.Fatalf("result 0 %+v", r)
+	}
+	if r := resp.Results[1]; r.Type != jute.OpError || r.Err != jute.CodeNoNode {
+		t.Fatalf("result 1 %+v, want NoNode error result", r)
+	}
+	if r := resp.Results[2]; r.Type != jute.OpGetChildren || len(r.Resp.(*jute.GetChildrenResponse).Children) != 2 {
+		t.Fatalf("result 2 %+v", r.Resp)
+	}
+}
+
+// TestPipelining sends many requests without waiting: writes must all be
+// submitted before the first one applies, and replies must come back in
+// request order, reads seeing every earlier write.
+func TestPipelining(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	gate := make(chan struct{})
+	ts.b.setGate(gate)
+	const n = 50
+	for i := range n {
+		c.send(int32(i+1), jute.OpCreate, &jute.CreateRequest{Path: fmt.Sprintf("/p%03d", i), Acl: openACL})
+	}
+	waitFor(t, "all writes submitted before any applied", func() bool { return ts.b.submitCount() == n+1 })
+	c.send(n+1, jute.OpGetChildren, &jute.GetChildrenRequest{Path: "/"})
+	c.send(n+2, jute.OpSetData, &jute.SetDataRequest{Path: "/p000", Data: []byte("v"), Version: -1})
+	c.send(n+3, jute.OpGetData, &jute.GetDataRequest{Path: "/p000"})
+	ts.b.setGate(nil)
+	close(gate)
+	for i := range n {
+		var cr jute.CreateResponse
+		h := c.reply(&cr)
+		if h.Xid != int32(i+1) || h.Err != 0 || cr.Path != fmt.Sprintf("/p%03d", i) {
+			t.Fatalf("reply %d: %+v %+v", i, h, cr)
+		}
+	}
+	var kids jute.GetChildrenResponse
+	if h := c.reply(&kids); h.Xid != n+1 || len(kids.Children) != n+1 {
+		t.Fatalf("getChildren after the creates: %+v, %d children", h, len(kids.Children))
+	}
+	if h := c.reply(&jute.SetDataResponse{}); h.Xid != n+2 || h.Err != 0 {
+		t.Fatalf("setData reply %+v", h)
+	}
+	var gd jute.GetDataResponse
+	if h := c.reply(&gd); h.Xid != n+3 || string(gd.Data) != "v" {
+		t.Fatalf("getData reply %+v %q", h, gd.Data)
+	}
+}
+
+// TestReadBeforeWriteSeesOldState: a read sent before a write must not see
+// that write, even though writes are submitted as soon as they arrive.
+func TestReadBeforeWriteSeesOldState(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/r", Data: []byte("old"), Acl: openACL}, &jute.CreateResponse{})
+	gate := make(chan struct{})
+	ts.b.setGate(gate)
+	c.send(2, jute.OpSetData, &jute.SetDataRequest{Path: "/r", Data: []byte("mid"), Version: -1})
+	c.send(3, jute.OpGetData, &jute.GetDataRequest{Path: "/r"})
+	c.send(4, jute.OpSetData, &jute.SetDataRequest{Path: "/r", Data: []byte("new"), Version: -1})
+	ts.b.setGate(nil)
+	close(gate)
+	c.reply(&jute.SetDataResponse{})
+	var gd jute.GetDataResponse
+	if h := c.reply(&gd); h.Xid != 3 || string(gd.Data) != "mid" {
+		t.Fatalf("read between writes: %+v %q, want mid", h, gd.Data)
+	}
+	if h := c.reply(&jute.SetDataResponse{}); h.Xid != 4 {
+		t.Fatalf("last reply %+v", h)
+	}
+}
+
+func TestWatchEventBeforeWriteReply(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/w", Acl: openACL}, &jute.CreateResponse{})
+	if h := c.call(2, jute.OpGetData, &jute.GetDataRequest{Path: "/w", Watch: true}, &jute.GetDataResponse{}); h.Err != 0 {
+		t.Fatal(h)
+	}
+	c.send(3, jute.OpSetData, &jute.SetDataRequest{Path: "/w", Data: []byte("1"), Version: -1})
+	var ev jute.WatcherEvent
+	b := c.mustFrame()
+	d := jute.NewDecoder(b)
+	var h jute.ReplyHeader
+	h.Decode(d)
+	ev.Decode(d)
+	want := jute.ReplyHeader{Xid: -1, Zxid: -1, Err: 0}
+	if h != want || ev != (jute.WatcherEvent{Type: jute.EventNodeDataChanged, State: jute.StateSyncConnected, Path: "/w"}) {
+		t.Fatalf("first frame %+v %+v, want the watch event", h, ev)
+	}
+	if h := c.reply(&jute.SetDataResponse{}); h.Xid != 3 {
+		t.Fatalf("then reply %+v", h)
+	}
+}
+
+// TestWatchEventNeverBeforeRegisteringReply: while a read that sets a
+// watch executes, events are held until its reply is queued.
+func TestWatchEventNeverBeforeRegisteringReply(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	var cn *conn
+	for _, x := range ts.connections() {
+		cn = x
+	}
+	cn.out.Lock()
+	cn.out.deferring = true
+	cn.out.Unlock()
+	cn.Notify(jute.WatcherEvent{Type: jute.EventNodeCreated, State: jute.StateSyncConnected, Path: "/x"})
+	sl := &slot{xid: 9, op: jute.OpExists, req: &jute.ExistsRequest{Path: "/x", Watch: true}}
+	cn.execRead(sl)
+	if h := c.reply(nil); h.Xid != 9 || h.Err != jute.CodeNoNode {
+		t.Fatalf("first frame %+v, want the read reply", h)
+	}
+	if h := c.reply(nil); h.Xid != jute.XidNotification {
+		t.Fatalf("second frame %+v, want the held event", h)
+	}
+}
+
+func TestSetWatchesCatchUp(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/sw", Acl: openACL}, &jute.CreateResponse{})
+	c.send(jute.XidSetWatches, jute.OpSetWatches, &jute.SetWatches{RelativeZxid: 0, DataWatches: []string{"/sw", "/gone"}})
+	var got []string
+	for range 3 {
+		b := c.mustFrame()
+		d := jute.NewDecoder(b)
+		var h jute.ReplyHeader
+		h.Decode(d)
+		if h.Xid == jute.XidNotification {
+			var ev jute.WatcherEvent
+			ev.Decode(d)
+			got = append(got, fmt.Sprintf("event %d %s", ev.Type, ev.Path))
+		} else {
+			got = append(got, fmt.Sprintf("reply %d err %d", h.Xid, h.Err))
+		}
+	}
+	want := []string{"event 3 /sw", "event 2 /gone", "reply -8 err 0"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("frames %v, want %v", got, want)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	super := Digest("super:secret")
+	ts := startServer(t, func(c *Config) { c.SuperDigest = super })
+	owner := dialRaw(t, ts.addr)
+	owner.session()
+	if h := owner.call(jute.XidAuth, jute.OpAuth, &jute.AuthPacket{Scheme: "digest", Auth: []byte("alice:pw")}, nil); h != (jute.ReplyHeader{Xid: jute.XidAuth}) {
+		t.Fatalf("auth reply %+v", h)
+	}
+	acl := []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "auth"}}}
+	if h := owner.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/secret", Data: []byte("s"), Acl: acl}, &jute.CreateResponse{}); h.Err != 0 {
+		t.Fatalf("create with auth ACL: %+v", h)
+	}
+	var who jute.WhoAmIResponse
+	owner.call(2, jute.OpWhoAmI, nil, &who)
+	if got := fmt.Sprint(who.ClientInfo); got != "[{digest alice} {ip 127.0.0.1}]" {
+		t.Fatalf("whoAmI %s", got)
+	}
+
+	for _, tc := range []struct {
+		name string
+		auth string
+		want jute.Code
+		who  string
+	}{
+		{"anonymous", "", jute.CodeNoAuth, "[{ip 127.0.0.1}]"},
+		{"other user", "bob:pw", jute.CodeNoAuth, "[{digest bob} {ip 127.0.0.1}]"},
+		{"same user", "alice:pw", 0, "[{digest alice} {ip 127.0.0.1}]"},
+		{"super", "super:secret", 0, "[{super } {digest super} {ip 127.0.0.1}]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := dialRaw(t, ts.addr)
+			c.session()
+			if tc.auth != "" {
+				c.call(jute.XidAuth, jute.OpAuth, &jute.AuthPacket{Scheme: "digest", Auth: []byte(tc.auth)}, nil)
+				// Adding the same identity twice lists it once.
+				c.call(jute.XidAuth, jute.OpAuth, &jute.AuthPacket{Scheme: "digest", Auth: []byte(tc.auth)}, nil)
+			}
+			if h := c.call(1, jute.OpGetData, &jute.GetDataRequest{Path: "/secret"}, &jute.GetDataResponse{}); h.Err != tc.want {
+				t.Fatalf("getData: %+v, want %v", h, tc.want)
+			}
+			if h := c.call(2, jute.OpSetData, &jute.SetDataRequest{Path: "/secret", Version: -1}, &jute.SetDataResponse{}); h.Err != tc.want {
+				t.Fatalf("setData: %+v, want %v", h, tc.want)
+			}
+			var who jute.WhoAmIResponse
+			c.call(3, jute.OpWhoAmI, nil, &who)
+			if got := fmt.Sprint(who.ClientInfo); got != tc.who {
+				t.Fatalf("whoAmI %s, want %s", got, tc.who)
+			}
+		})
+	}
+
+	t.Run("unknown scheme fails and closes", func(t *testing.T) {
+		c := dialRaw(t, ts.addr)
+		c.session()
+		h := c.call(jute.XidAuth, jute.OpAuth, &jute.AuthPacket{Scheme: "foo", Auth: []byte("bar")}, nil)
+		if h != (jute.ReplyHeader{Xid: jute.XidAuth, Err: jute.CodeAuthFailed}) {
+			t.Fatalf("reply %+v, want AuthFailed", h)
+		}
+		c.expectClosed()
+		if ts.stats.authFailed.Load() != 1 {
+			t.Fatalf("auth_failed_count = %d", ts.stats.authFailed.Load())
+		}
+	})
+}
+
+func TestDigest(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"super:secret", "super:lK75jTNcA+U9vtVEw5vB51mj/w4="}, // from ZooKeeper's DigestAuthenticationProvider
+		{"alice:pw", datatree.DigestID("alice", "pw")},
+		{"nocolon", "nocolon:" + strings.SplitN(datatree.DigestID("nocolon", ""), ":", 2)[1]},
+	} {
+		got := Digest(tc.in)
+		if tc.in == "nocolon" {
+			// sha1("nocolon"), not sha1("nocolon:")
+			if got == tc.want || !strings.HasPrefix(got, "nocolon:") {
+				t.Errorf("Digest(%q) = %q", tc.in, got)
+			}
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("Digest(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCloseSession(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/e", Acl: openACL, Flags: jute.ModeEphemeral}, &jute.CreateResponse{})
+	h := c.call(2, jute.OpCloseSession, nil, nil)
+	if h.Xid != 2 || h.Err != 0 || h.Zxid != ts.b.LastZxid() {
+		t.Fatalf("closeSession reply %+v", h)
+	}
+	c.expectClosed()
+	if _, err := ts.b.tree.Exists("/e", nil); !errors.Is(err, datatree.ErrNoNode) {
+		t.Fatalf("ephemeral survived closeSession: %v", err)
+	}
+}
+
+func TestSessionGoneMidConnection(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	// The session vanishes without SessionClosed (e.g. another member
+	// expired it): the next request gets SessionExpired and the close.
+	ts.b.mu.Lock()
+	delete(ts.b.sessions, c.id)
+	ts.b.mu.Unlock()
+	h := c.call(5, jute.OpGetData, &jute.GetDataRequest{Path: "/"}, nil)
+	if h.Xid != 5 || h.Err != jute.CodeSessionExpired {
+		t.Fatalf("reply %+v, want SessionExpired", h)
+	}
+	c.expectClosed()
+}
+
+func TestNotLeaderClosesConnection(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	ts.b.mu.Lock()
+	ts.b.syncErr = zab.ErrNotLeader
+	ts.b.mu.Unlock()
+	h := c.call(4, jute.OpSync, &jute.SyncRequest{Path: "/"}, nil)
+	if h.Xid != 4 || h.Err != jute.CodeConnectionLoss {
+		t.Fatalf("reply %+v, want ConnectionLoss", h)
+	}
+	c.expectClosed()
+}
+
+func TestPanicClosesOnlyThatConnection(t *testing.T) {
+	ts := startServer(t, nil)
+	other := dialRaw(t, ts.addr)
+	other.session()
+	c := dialRaw(t, ts.addr)
+	c.session()
+	ts.b.mu.Lock()
+	ts.b.panicOn = "sync"
+	ts.b.mu.Unlock()
+	c.send(1, jute.OpSync, &jute.SyncRequest{Path: "/"})
+	c.expectClosed()
+	ts.b.mu.Lock()
+	ts.b.panicOn = ""
+	ts.b.mu.Unlock()
+	if h := other.call(-2, jute.OpPing, nil, nil); h.Err != 0 {
+		t.Fatalf("other connection: %+v", h)
+	}
+}
+
+func TestSlowClientIsClosed(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.MaxOutQueueBytes = 4096 })
+	c := dialRaw(t, ts.addr)
+	c.session()
+	var cn *conn
+	for _, x := range ts.connections() {
+		cn = x
+	}
+	// Stop the writer from draining by holding the queue lock's contents:
+	// Notify many events faster than anything could be written; Notify
+	// must return every time and the connection must end up closed.
+	cn.out.Lock()
+	cn.out.deferring = true // events pile up, as behind a long read
+	cn.out.Unlock()
+	for range 1000 {
+		cn.Notify(jute.WatcherEvent{Type: jute.EventNodeDataChanged, State: jute.StateSyncConnected, Path: "/some/long/path/to/fill/the/queue"})
+	}
+	select {
+	case <-cn.done:
+	default:
+		t.Fatal("connection over its output cap is still open")
+	}
+	c.expectClosed()
+}
+
+func TestErrorCode(t *testing.T) {
+	for _, tc := range []struct {
+		err   error
+		code  jute.Code
+		fatal bool
+		known bool
+	}{
+		{nil, jute.CodeOK, false, true},
+		{jute.CodeBadVersion, jute.CodeBadVersion, false, true},
+		{fmt.Errorf("wrapped: %w", jute.CodeNodeExists), jute.CodeNodeExists, false, true},
+		{datatree.ErrNoNode, jute.CodeNoNode, false, true},
+		{fmt.Errorf("x: %w", datatree.ErrNoAuth), jute.CodeNoAuth, false, true},
+		{zab.ErrUnknownSession, jute.CodeSessionExpired, false, true},
+		{zab.ErrNotLeader, jute.CodeConnectionLoss, true, true},
+		{zab.ErrStopped, jute.CodeConnectionLoss, true, true},
+		{context.Canceled, jute.CodeConnectionLoss, true, true},
+		{errors.New("disk on fire"), jute.CodeSystemError, false, false},
+	} {
+		code, fatal, known := errorCode(tc.err)
+		if code != tc.code || fatal != tc.fatal || known != tc.known {
+			t.Errorf("errorCode(%v) = %v %v %v, want %v %v %v", tc.err, code, fatal, known, tc.code, tc.fatal, tc.known)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		mod  func(*Config)
+		bad  string
+	}{
+		{"default", func(*Config) {}, ""},
+		{"tick", func(c *Config) { c.TickTime = 0 }, "TickTime"},
+		{"min over max", func(c *Config) { c.MinSessionTimeout = c.MaxSessionTimeout + 1 }, "MinSessionTimeout"},
+		{"derived bounds", func(c *Config) { c.MinSessionTimeout, c.MaxSessionTimeout = 0, 0 }, ""},
+		{"cnxns", func(c *Config) { c.MaxClientCnxns = -1 }, "MaxClientCnxns"},
+		{"buffer", func(c *Config) { c.MaxBuffer = 0 }, "MaxBuffer"},
+		{"whitelist", func(c *Config) { c.FourLetterWhitelist = []string{"stats"} }, "FourLetterWhitelist"},
+		{"super digest", func(c *Config) { c.SuperDigest = "nocolon" }, "SuperDigest"},
+	} {
+		cfg := DefaultConfig()
+		tc.mod(&cfg)
+		err := cfg.Validate()
+		if (tc.bad == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.bad) {
+			t.Errorf("%s: Validate() = %v, want mention of %q", tc.name, err, tc.bad)
+		}
+	}
+}
