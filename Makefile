@@ -32,7 +32,11 @@ vet:
 ## test: THE test command — deps, go vet, go test -race, compat suites
 test: deps vet test-go test-compat
 
+# zkd is built once here for every test package that starts it (zkproc
+# reads ZKD_BIN); if it does not build, the tests that need it report why.
 test-go:
+	@mkdir -p bin; if [ -d cmd/zkd ] && $(GO) build -o bin/zkd ./cmd/zkd; then export ZKD_BIN="$(CURDIR)/bin/zkd"; fi; \
+	echo "$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./..."; \
 	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 
 ## test-unit: fast run without the real-process integration tests

@@ -29,7 +29,7 @@ var build struct {
 // per-checkout directory under the user cache dir, replaced atomically, so
 // concurrent test processes never see half a file and nothing piles up.
 // The environment variable ZKD_BIN, if set, names a prebuilt binary to use
-// instead.
+// instead; ZKD_BUILDFLAGS adds flags to go build (e.g. "-race").
 func BuildZkd(t testing.TB) string {
 	t.Helper()
 	if p := os.Getenv("ZKD_BIN"); p != "" {
@@ -58,7 +58,8 @@ func buildZkd() (string, error) {
 	}
 	final := filepath.Join(dir, "zkd")
 	tmp := filepath.Join(dir, "zkd.tmp-"+strconv.Itoa(os.Getpid()))
-	cmd := exec.Command(goTool(), "build", "-o", tmp, "./cmd/zkd")
+	args := append([]string{"build"}, strings.Fields(os.Getenv("ZKD_BUILDFLAGS"))...)
+	cmd := exec.Command(goTool(), append(args, "-o", tmp, "./cmd/zkd")...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp)
