@@ -1,0 +1,279 @@
+package zab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/jute"
+)
+
+func TestEntryRoundTrip(t *testing.T) {
+	tests := []entry{
+		{kind: kindRequest, origin: 7, seq: 9, time: 1700000000000, req: Request{
+			Op: jute.OpCreate, SessionID: 0x100, Timeout: 0,
+			Auth: []jute.Id{{Scheme: "ip", Id: "127.0.0.1"}, {Scheme: "digest", Id: "u:x"}},
+			Body: jute.Encode(&jute.CreateRequest{Path: "/a", Data: []byte("x"), Flags: 1}),
+		}},
+		{kind: kindRequest, req: Request{Op: jute.OpCreateSession, SessionID: 5, Timeout: 4000}},
+		{kind: kindExpire, time: 3, sessions: []int64{1, 2, 3}},
+		{kind: kindDeleteExpired, time: 4, paths: []string{"/c1", "/c2"}},
+	}
+	for i, want := range tests {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			got, err := decodeEntry(want.encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got.encode(), want.encode()) {
+				t.Fatalf("re-encoding differs: %+v vs %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestDecodeEntryRejects(t *testing.T) {
+	good := (&entry{kind: kindExpire, sessions: []int64{1}}).encode()
+	tests := map[string][]byte{
+		"empty":        nil,
+		"unknown kind": append([]byte{0, 0, 0, 99}, good[4:]...),
+		"truncated":    good[:len(good)-1],
+		"trailing":     append(append([]byte{}, good...), 0),
+	}
+	for name, b := range tests {
+		if _, err := decodeEntry(b); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}
+
+// script is a run of client writes as a leader would stamp them.
+func script() []*entry {
+	create := func(path string, mode int32) []byte {
+		return jute.Encode(&jute.CreateRequest{Path: path, Data: []byte(path), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}, Flags: mode})
+	}
+	s := []*entry{
+		{kind: kindRequest, time: 1000, req: Request{Op: jute.OpCreateSession, SessionID: 11, Timeout: 4000}},
+		{kind: kindRequest, time: 1001, req: Request{Op: jute.OpCreateSession, SessionID: 12, Timeout: 6000}},
+		{kind: kindRequest, time: 1002, req: Request{Op: jute.OpCreate, SessionID: 11, Body: create("/locks", jute.ModePersistent)}},
+	}
+	for i := 0; i < 5; i++ {
+		s = append(s, &entry{kind: kindRequest, time: int64(1003 + i), req: Request{Op: jute.OpCreate2, SessionID: 11 + int64(i%2), Body: create("/locks/lock-", jute.ModeEphemeralSequential)}})
+	}
+	s = append(s,
+		&entry{kind: kindRequest, time: 1010, req: Request{Op: jute.OpSetData, SessionID: 12, Body: jute.Encode(&jute.SetDataRequest{Path: "/locks", Data: []byte("v2"), Version: 0})}},
+		&entry{kind: kindRequest, time: 1011, req: Request{Op: jute.OpSetData, SessionID: 12, Body: jute.Encode(&jute.SetDataRequest{Path: "/locks", Data: []byte("v3"), Version: 0})}},
+		&entry{kind: kindExpire, time: 1012, sessions: []int64{11}},
+		&entry{kind: kindRequest, time: 1013, req: Request{Op: jute.OpDelete, SessionID: 11, Body: jute.Encode(&jute.DeleteRequest{Path: "/locks", Version: -1})}},
+	)
+	return s
+}
+
+func applyAll(t *testing.T, f *fsm, es []*entry, term uint64) []Result {
+	t.Helper()
+	var results []Result
+	f.onApplied = func(_, _ uint64, r Result) { results = append(results, r) }
+	for i, e := range es {
+		f.Apply(&raft.Log{Index: uint64(i + 1), Term: term, Type: raft.LogCommand, Data: e.encode()})
+	}
+	return results
+}
+
+func snapshotBytes(t *testing.T, f *fsm) []byte {
+	t.Helper()
+	s, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.(*fsmSnapshot).data
+}
+
+func TestFSMDeterministic(t *testing.T) {
+	a := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	b := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	ra := applyAll(t, a, script(), 3)
+	rb := applyAll(t, b, script(), 3)
+	if !bytes.Equal(snapshotBytes(t, a), snapshotBytes(t, b)) {
+		t.Fatal("two FSMs fed the same entries have different snapshots")
+	}
+	if a.tree.Load().Digest() != b.tree.Load().Digest() {
+		t.Fatal("digests differ")
+	}
+	if len(ra) != len(rb) {
+		t.Fatalf("result counts %d vs %d", len(ra), len(rb))
+	}
+	// zxids: term 3, counter from 1, one per entry, failed writes included.
+	for i, r := range ra {
+		if r.Zxid>>32 != 3 {
+			t.Errorf("result %d zxid 0x%x not in term 3", i, r.Zxid)
+		}
+	}
+	if got, want := a.tree.Load().LastZxid(), int64(3<<32|uint64(len(script()))); got != want {
+		t.Errorf("LastZxid = 0x%x, want 0x%x", got, want)
+	}
+}
+
+func TestFSMResults(t *testing.T) {
+	f := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	var closed []int64
+	f.onSessionClosed = func(id int64) { closed = append(closed, id) }
+	res := applyAll(t, f, script(), 1)
+	// Entries 0..1 sessions, 2 create, 3..7 sequential creates, 8 set ok,
+	// 9 set with stale version, (10 is the expiry: no result), 11 delete.
+	if res[0].SessionID != 11 || res[1].SessionID != 12 {
+		t.Errorf("session ids %d, %d", res[0].SessionID, res[1].SessionID)
+	}
+	if cr, ok := res[2].Resp.(*jute.CreateResponse); !ok || cr.Path != "/locks" {
+		t.Errorf("create result %+v", res[2])
+	}
+	for i := 3; i < 8; i++ {
+		want := fmt.Sprintf("/locks/lock-%010d", i-3)
+		if cr, ok := res[i].Resp.(*jute.Create2Response); !ok || cr.Path != want {
+			t.Errorf("sequential create %d: %+v, want %s", i, res[i].Resp, want)
+		}
+	}
+	if sr, ok := res[8].Resp.(*jute.SetDataResponse); !ok || sr.Stat.Version != 1 {
+		t.Errorf("setData result %+v", res[8])
+	}
+	if code := codeOf(res[9].Err); code != jute.CodeBadVersion {
+		t.Errorf("stale setData: %v (%d)", res[9].Err, code)
+	}
+	// Session 11 expired: it is gone, and a write in its name is refused.
+	if !errors.Is(res[10].Err, ErrUnknownSession) {
+		t.Errorf("write of an expired session: %v", res[10].Err)
+	}
+	if len(closed) != 1 || closed[0] != 11 {
+		t.Errorf("closed sessions %v", closed)
+	}
+	kids, _, err := f.tree.Load().GetChildren("/locks", nil, nil)
+	if err != nil || len(kids) != 2 {
+		t.Errorf("after expiry of 11, /locks has %v (%v); want 2 of session 12", kids, err)
+	}
+}
+
+func TestFSMSnapshotRestore(t *testing.T) {
+	a := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	applyAll(t, a, script(), 2)
+	data := snapshotBytes(t, a)
+	b := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	if err := b.Restore(nopCloser{bytes.NewReader(data)}); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(snapshotBytes(t, b), data) {
+		t.Fatal("restored FSM snapshots differently")
+	}
+	if _, ok := b.sessionTimeout(12); !ok {
+		t.Fatal("session 12 lost in restore")
+	}
+	// The zxid counter continues.
+	var got Result
+	b.onApplied = func(_, _ uint64, r Result) { got = r }
+	e := &entry{kind: kindRequest, req: Request{Op: jute.OpCloseSession, SessionID: 12}}
+	b.Apply(&raft.Log{Term: 2, Data: e.encode()})
+	if want := a.tree.Load().LastZxid() + 1; got.Zxid != want {
+		t.Fatalf("zxid after restore 0x%x, want 0x%x", got.Zxid, want)
+	}
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+func openNode(t *testing.T, dir string, opts ...func(*Config)) *Node {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Dir = dir
+	cfg.TickTime = 50 * time.Millisecond
+	cfg.Logger = zaptest.NewLogger(t)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestNodeRestartKeepsWritesAndSessions(t *testing.T) {
+	dir := t.TempDir()
+	n := openNode(t, dir)
+	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	var futures []*Future
+	for i := 0; i < 50; i++ {
+		body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), Data: []byte("d"), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}, Flags: jute.ModeEphemeral})
+		futures = append(futures, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
+	}
+	var last int64
+	for i, f := range futures {
+		r := f.Wait()
+		if r.Err != nil {
+			t.Fatalf("create %d: %v", i, r.Err)
+		}
+		if r.Zxid <= last {
+			t.Fatalf("zxid 0x%x after 0x%x: not increasing in submit order", r.Zxid, last)
+		}
+		last = r.Zxid
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	n = openNode(t, dir)
+	defer n.Close()
+	if _, ok := n.SessionTimeout(s.SessionID); !ok {
+		t.Fatal("session lost across restart")
+	}
+	if got := n.Tree().EphemeralCount(); got != 50 {
+		t.Fatalf("%d ephemerals after restart, want 50", got)
+	}
+	if n.LastZxid() < last {
+		t.Fatalf("LastZxid 0x%x went back from 0x%x", n.LastZxid(), last)
+	}
+	// Nobody touches the session: the new leader expires it after its
+	// timeout, which it restarted at election.
+	if !n.Touch(s.SessionID) {
+		t.Fatal("restarted leader does not track the session")
+	}
+}
+
+func TestNodeExpiresUntouchedSession(t *testing.T) {
+	closed := make(chan int64, 1)
+	n := openNode(t, t.TempDir(), func(c *Config) { c.OnSessionClosed = func(id int64) { closed <- id } })
+	defer n.Close()
+	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 200}).Wait()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	select {
+	case id := <-closed:
+		if id != s.SessionID {
+			t.Fatalf("closed 0x%x, want 0x%x", id, s.SessionID)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("session not expired")
+	}
+}
+
+func TestNodeSubmitAfterClose(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	n.Close()
+	if r := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 1000}).Wait(); !errors.Is(r.Err, ErrStopped) {
+		t.Fatalf("submit after close: %v", r.Err)
+	}
+}
