@@ -177,8 +177,10 @@ func newRecorder(target string) (*recorder, error) {
 	return r, nil
 }
 
+// Addr is the proxy's address, for clients to connect to.
 func (r *recorder) Addr() string { return r.ln.Addr().String() }
 
+// Close stops accepting connections.
 func (r *recorder) Close() { r.ln.Close() }
 
 // Reset forgets recorded frames before the next scenario.
@@ -442,6 +444,7 @@ func expect(err, want error) error {
 
 type discard struct{}
 
+// Printf drops go-zk's log lines.
 func (discard) Printf(string, ...interface{}) {}
 
 // kazooScript is run by /usr/bin/python3 with the server address as argv[1].
