@@ -2,6 +2,7 @@ package datatree
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -225,9 +226,20 @@ func (s *snapReader) bytes() []byte {
 		s.fail("bad length %d", n)
 		return nil
 	}
-	p := make([]byte, n)
-	s.full(p)
-	return p
+	if n <= 64<<10 {
+		p := make([]byte, n)
+		s.full(p)
+		return p
+	}
+	// Grow as bytes arrive so a corrupt length cannot force a huge
+	// allocation up front.
+	var b bytes.Buffer
+	if _, err := io.CopyN(&b, s.r, int64(n)); err != nil {
+		s.fail("%v", err)
+		return nil
+	}
+	s.crc.Write(b.Bytes())
+	return b.Bytes()
 }
 
 func (s *snapReader) string() string { return string(s.bytes()) }
@@ -264,12 +276,14 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 		}
 		var list []jute.ACL
 		if cnt >= 0 {
-			list = make([]jute.ACL, cnt)
+			list = make([]jute.ACL, 0, min(cnt, 16))
 		}
-		for j := range list {
-			list[j].Perms = s.int32()
-			list[j].Id.Scheme = s.string()
-			list[j].Id.Id = s.string()
+		for j := int32(0); j < cnt && s.err == nil; j++ {
+			var a jute.ACL
+			a.Perms = s.int32()
+			a.Id.Scheme = s.string()
+			a.Id.Id = s.string()
+			list = append(list, a)
 		}
 		acls = append(acls, list)
 	}

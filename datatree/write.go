@@ -48,8 +48,8 @@ type writer struct {
 	tx     *Txn
 	multi  bool
 	undo   []func()
-	events []pendingEvent
-	buf    []Watcher
+	events   []pendingEvent
+	triggers []trigger
 	// releases are ACL references dropped by deletes inside a multi; they
 	// are released only when the multi commits.
 	releases []*aclEntry
@@ -63,21 +63,43 @@ func (w *writer) onUndo(f func()) {
 	}
 }
 
-// fire triggers typ on path in tbl and queues the events, skipping watchers
-// in suppress; it returns the triggered watchers.
-func (w *writer) fire(tbl *watchTable, path string, typ int32, acl []jute.ACL, suppress []Watcher) []Watcher {
-	w.t.wmu.Lock()
-	start := len(w.buf)
-	w.buf = tbl.trigger(path, typ, w.buf)
-	w.t.wmu.Unlock()
-	got := w.buf[start:]
-	for _, x := range got {
-		if slices.Contains(suppress, x) {
-			continue
-		}
-		w.events = append(w.events, pendingEvent{w: x, ev: jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: path}, acl: acl})
+// trigger is one watch trigger queued by a write; they run in order when
+// the write commits, so a failed multi consumes no one-shot watch.
+type trigger struct {
+	tbl  *watchTable
+	path string
+	typ  int32
+	acl  []jute.ACL
+	// suppressPrev skips the watchers the previous trigger fired (a deleted
+	// node's child watchers after its data watchers).
+	suppressPrev bool
+}
+
+// fire queues a trigger of typ on path in tbl.
+func (w *writer) fire(tbl *watchTable, path string, typ int32, acl []jute.ACL, suppressPrev bool) {
+	w.triggers = append(w.triggers, trigger{tbl, path, typ, acl, suppressPrev})
+}
+
+// runTriggers fires the queued triggers and turns them into events.
+func (w *writer) runTriggers() {
+	if len(w.triggers) == 0 {
+		return
 	}
-	return got
+	w.t.wmu.Lock()
+	defer w.t.wmu.Unlock()
+	var buf, prev []Watcher
+	for _, tr := range w.triggers {
+		start := len(buf)
+		buf = tr.tbl.trigger(tr.path, tr.typ, buf)
+		got := buf[start:]
+		for _, x := range got {
+			if tr.suppressPrev && slices.Contains(prev, x) {
+				continue
+			}
+			w.events = append(w.events, pendingEvent{w: x, ev: jute.WatcherEvent{Type: tr.typ, State: jute.StateSyncConnected, Path: tr.path}, acl: tr.acl})
+		}
+		prev = got
+	}
 }
 
 // begin takes the write lock; end notes the zxid, unlocks and delivers.
@@ -87,6 +109,7 @@ func (t *Tree) begin(tx *Txn, multi bool) *writer {
 }
 
 func (w *writer) end() {
+	w.runTriggers()
 	w.t.lastZxid.Store(w.tx.Zxid)
 	evs := w.events
 	w.t.mu.Unlock()
@@ -168,7 +191,7 @@ func (t *Tree) Multi(tx *Txn, ops []Op) (results []OpResult, failed bool) {
 		w.undo[i]()
 	}
 	w.undo = nil
-	w.events = nil
+	w.triggers = nil
 	for i := range results {
 		results[i] = OpResult{Type: jute.OpError}
 		switch {
@@ -385,11 +408,11 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 		parent.stat.cversion, parent.stat.pzxid = oldCv, oldPz
 	})
 	st := t.clientStat(n)
-	w.fire(&t.dataW, path, jute.EventNodeCreated, n.acl.acls, nil)
+	w.fire(&t.dataW, path, jute.EventNodeCreated, n.acl.acls, false)
 	if parentPath == "" {
 		parentPath = "/"
 	}
-	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, parent.acl.acls, nil)
+	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, parent.acl.acls, false)
 	return path, st, nil
 }
 
@@ -497,13 +520,13 @@ func (w *writer) deleteNode(n *node, path string) {
 	} else {
 		t.acls.release(acl)
 	}
-	got := w.fire(&t.dataW, path, jute.EventNodeDeleted, acl.acls, nil)
-	w.fire(&t.childW, path, jute.EventNodeDeleted, acl.acls, got)
+	w.fire(&t.dataW, path, jute.EventNodeDeleted, acl.acls, false)
+	w.fire(&t.childW, path, jute.EventNodeDeleted, acl.acls, true)
 	parentPath, _, _ := parentOf(path)
 	if parentPath == "" {
 		parentPath = "/"
 	}
-	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, parent.acl.acls, nil)
+	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, parent.acl.acls, false)
 }
 
 func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, error) {
@@ -536,7 +559,7 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 		n.data, n.stat = oldData, oldStat
 	})
 	st := t.clientStat(n)
-	w.fire(&t.dataW, path, jute.EventNodeDataChanged, n.acl.acls, nil)
+	w.fire(&t.dataW, path, jute.EventNodeDataChanged, n.acl.acls, false)
 	return st, nil
 }
 
