@@ -15,7 +15,8 @@ import (
 // ZooKeeper 3.8 by jute/internal/goldengen.
 type goldenFrame struct {
 	name   string // file name
-	client string // gozk, kazoo or zkcli
+	key    string // client/label/n: the n-th frame with that label, stable across regenerations
+	client string // gozk, kazoo, zkcli or java
 	toSrv  bool
 	op     string // OpName of the request, or "connect" or "event"
 	err    Code   // reply error from the name's _errN suffix
@@ -32,6 +33,7 @@ func loadGolden(t testing.TB) []goldenFrame {
 		t.Fatal("no golden frames in testdata/golden; run go run ./jute/internal/goldengen")
 	}
 	var out []goldenFrame
+	seen := map[string]int{}
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -43,6 +45,9 @@ func loadGolden(t testing.TB) []goldenFrame {
 			t.Fatalf("%s: bad golden file name", name)
 		}
 		g := goldenFrame{name: name, client: parts[0], toSrv: parts[2] == "req", op: parts[3]}
+		label := parts[0] + "/" + strings.Join(parts[2:], "_")
+		g.key = label + "/" + strconv.Itoa(seen[label])
+		seen[label]++
 		if len(parts) == 5 {
 			n, err := strconv.Atoi(strings.TrimPrefix(parts[4], "err"))
 			if err != nil {
@@ -161,102 +166,102 @@ func TestGolden(t *testing.T) {
 // TestGoldenContents checks decoded values of selected real frames, so that a
 // codec that round-trips bytes but misreads fields still fails.
 func TestGoldenContents(t *testing.T) {
-	byName := map[string]goldenFrame{}
+	byKey := map[string]goldenFrame{}
 	for _, g := range loadGolden(t) {
-		byName[g.name] = g
+		byKey[g.key] = g
 	}
 	stat := func(r Record) Stat { return reflect.ValueOf(r).Elem().FieldByName("Stat").Interface().(Stat) }
 	tests := []struct {
-		file  string
+		key   string // client/label/n, see goldenFrame.key
 		check func(t *testing.T, df decodedFrame)
 	}{
-		{"gozk_000_req_connect.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/req_connect/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*ConnectRequest)
 			if r.HasReadOnly || r.TimeOut != 4000 || r.SessionId != 0 || len(r.Passwd) != 16 || r.LastZxidSeen != 0 {
 				t.Errorf("go-zk connect request: %+v", r)
 			}
 		}},
-		{"gozk_001_resp_connect.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_connect/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*ConnectResponse)
 			if r.HasReadOnly || r.TimeOut != 4000 || r.SessionId == 0 || len(r.Passwd) != 16 {
 				t.Errorf("reply to go-zk connect: %+v", r)
 			}
 		}},
-		{"kazoo_000_req_connect.bin", func(t *testing.T, df decodedFrame) {
+		{"kazoo/req_connect/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*ConnectRequest)
 			if !r.HasReadOnly || r.ReadOnly || r.TimeOut != 10000 {
 				t.Errorf("kazoo connect request: %+v", r)
 			}
 		}},
-		{"kazoo_001_resp_connect.bin", func(t *testing.T, df decodedFrame) {
+		{"kazoo/resp_connect/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*ConnectResponse); !r.HasReadOnly || r.ReadOnly {
 				t.Errorf("reply to kazoo connect: %+v", r)
 			}
 		}},
-		{"zkcli_000_req_connect.bin", func(t *testing.T, df decodedFrame) {
+		{"zkcli/req_connect/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*ConnectRequest); !r.HasReadOnly || r.TimeOut != 30000 {
 				t.Errorf("java connect request: %+v", r)
 			}
 		}},
-		{"gozk_002_req_auth.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/req_auth/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*AuthPacket)
 			// go-zk sends auth with an ordinary xid; Java clients use XidAuth.
 			if df.req.Type != OpAuth || r.Scheme != "digest" || string(r.Auth) != "user:secret" {
 				t.Errorf("auth: %+v %+v", df.req, r)
 			}
 		}},
-		{"gozk_004_req_create.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/req_create/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*CreateRequest)
 			want := &CreateRequest{Path: "/golden", Data: []byte("root"), Acl: []ACL{{Perms: PermAll, Id: Id{"world", "anyone"}}}, Flags: ModePersistent}
 			if !reflect.DeepEqual(r, want) {
 				t.Errorf("create: %+v", r)
 			}
 		}},
-		{"gozk_008_req_createTTL.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/req_createTTL/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*CreateTTLRequest); r.Ttl != 60000 || r.Flags != ModePersistentWithTTL || r.Path != "/golden/ttl" {
 				t.Errorf("createTTL: %+v", r)
 			}
 		}},
-		{"gozk_009_resp_createTTL.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_createTTL/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*Create2Response)
 			if r.Path != "/golden/ttl" || r.Stat.EphemeralOwner != 0 || r.Stat.DataLength != 1 || r.Stat.Czxid == 0 {
 				t.Errorf("createTTL reply: %+v", r)
 			}
 		}},
-		{"gozk_013_resp_create_err-110.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_create_err-110/0", func(t *testing.T, df decodedFrame) {
 			if df.reply.Err != CodeNodeExists || df.body != nil {
 				t.Errorf("create on existing node: %+v", df.reply)
 			}
 		}},
-		{"gozk_015_resp_getData.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_getData/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*GetDataResponse)
 			if string(r.Data) != "root" || r.Stat.DataLength != 4 || r.Stat.NumChildren != 3 || r.Stat.Cversion != 3 {
 				t.Errorf("getData reply: %+v", r)
 			}
 		}},
-		{"gozk_017_resp_event.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_event/0", func(t *testing.T, df decodedFrame) {
 			want := &WatcherEvent{Type: EventNodeDataChanged, State: StateSyncConnected, Path: "/golden"}
 			if !reflect.DeepEqual(df.body, want) || df.reply.Xid != XidNotification {
 				t.Errorf("event: %+v %+v", df.reply, df.body)
 			}
 		}},
-		{"gozk_018_resp_setData.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_setData/0", func(t *testing.T, df decodedFrame) {
 			if s := stat(df.body); s.Version != 1 || s.DataLength != 2 || s.Mzxid != df.reply.Zxid {
 				t.Errorf("setData reply: %+v zxid %d", s, df.reply.Zxid)
 			}
 		}},
-		{"gozk_020_resp_getChildren2.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_getChildren2/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*GetChildren2Response)
 			if len(r.Children) != 3 || r.Stat.NumChildren != 3 {
 				t.Errorf("getChildren2 reply: %+v", r)
 			}
 		}},
-		{"gozk_022_resp_exists_err-101.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_exists_err-101/0", func(t *testing.T, df decodedFrame) {
 			if df.reply.Err != CodeNoNode || df.body != nil {
 				t.Errorf("exists on missing node: %+v", df.reply)
 			}
 		}},
-		{"gozk_027_req_multi.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/req_multi/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*MultiRequest)
 			types := []int32{OpCreate, OpSetData, OpCheck, OpDelete}
 			if len(r.Ops) != len(types) {
@@ -271,7 +276,7 @@ func TestGoldenContents(t *testing.T) {
 				t.Errorf("check op: %+v", c)
 			}
 		}},
-		{"gozk_029_resp_multi.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_multi/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*MultiResponse)
 			types := []int32{OpCreate, OpSetData, OpCheck, OpDelete}
 			if df.reply.Err != CodeOK || len(r.Results) != len(types) {
@@ -289,88 +294,88 @@ func TestGoldenContents(t *testing.T) {
 				t.Errorf("check/delete results carry a body")
 			}
 		}},
-		{"gozk_031_resp_multi.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_multi/1", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*MultiResponse)
 			want := []MultiResult{{Type: OpError, Err: CodeOK}, {Type: OpError, Err: CodeBadVersion}, {Type: OpError, Err: CodeRuntimeInconsistency}}
 			if df.reply.Err != CodeOK || !reflect.DeepEqual(r.Results, want) {
 				t.Errorf("failed multi reply: %+v %+v", df.reply, r.Results)
 			}
 		}},
-		{"gozk_043_resp_ping.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_ping/0", func(t *testing.T, df decodedFrame) {
 			if df.reply.Xid != XidPing || df.body != nil {
 				t.Errorf("ping reply: %+v", df.reply)
 			}
 		}},
-		{"kazoo_003_resp_create2.bin", func(t *testing.T, df decodedFrame) {
+		{"kazoo/resp_create2/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*Create2Response); r.Path != "/kz" || r.Stat.DataLength != 4 {
 				t.Errorf("create2 reply: %+v", r)
 			}
 		}},
-		{"kazoo_013_resp_event.bin", func(t *testing.T, df decodedFrame) {
+		{"kazoo/resp_event/0", func(t *testing.T, df decodedFrame) {
 			if e := df.body.(*WatcherEvent); e.Type != EventNodeCreated || e.Path != "/kz/w" {
 				t.Errorf("exists watch event: %+v", e)
 			}
 		}},
-		{"zkcli_007_resp_getEphemerals.bin", func(t *testing.T, df decodedFrame) {
+		{"zkcli/resp_getEphemerals/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*GetEphemeralsResponse); !reflect.DeepEqual(r.Ephemerals, []string{"/zc/e"}) {
 				t.Errorf("getEphemerals reply: %+v", r)
 			}
 		}},
-		{"zkcli_009_resp_getAllChildrenNumber.bin", func(t *testing.T, df decodedFrame) {
+		{"zkcli/resp_getAllChildrenNumber/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*GetAllChildrenNumberResponse); r.TotalNumber != 1 {
 				t.Errorf("getAllChildrenNumber reply: %+v", r)
 			}
 		}},
-		{"zkcli_012_req_addWatch.bin", func(t *testing.T, df decodedFrame) {
+		{"zkcli/req_addWatch/1", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*AddWatchRequest); r.Path != "/zc/e" || r.Mode != AddWatchModePersistent {
 				t.Errorf("addWatch: %+v", r)
 			}
 		}},
-		{"gozk_003_resp_auth.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/resp_auth/0", func(t *testing.T, df decodedFrame) {
 			// ZooKeeper echoes the request's xid and sends zxid 0.
 			if df.reply.Xid != 1 || df.reply.Zxid != 0 || df.body != nil {
 				t.Errorf("auth reply: %+v", df.reply)
 			}
 		}},
-		{"zkcli_011_resp_addWatch.bin", func(t *testing.T, df decodedFrame) {
+		{"zkcli/resp_addWatch/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*ErrorResponse); r.Err != CodeOK {
 				t.Errorf("addWatch reply: %+v", r)
 			}
 		}},
-		{"gozk_048_req_connect.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/req_connect/1", func(t *testing.T, df decodedFrame) {
 			// go-zk reconnecting: resumes its session from the last zxid seen.
 			if r := df.body.(*ConnectRequest); r.SessionId == 0 || r.LastZxidSeen == 0 || r.HasReadOnly {
 				t.Errorf("go-zk reconnect: %+v", r)
 			}
 		}},
-		{"gozk_052_req_setWatches.bin", func(t *testing.T, df decodedFrame) {
+		{"gozk/req_setWatches/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*SetWatches)
 			if r.RelativeZxid == 0 || !reflect.DeepEqual(r.ExistWatches, []string{"/golden/later"}) || !reflect.DeepEqual(r.ChildWatches, []string{"/golden"}) || len(r.DataWatches) != 0 {
 				t.Errorf("setWatches: %+v", r)
 			}
 		}},
-		{"java_002_req_auth.bin", func(t *testing.T, df decodedFrame) {
+		{"java/req_auth/0", func(t *testing.T, df decodedFrame) {
 			if df.req.Xid != XidAuth || df.body.(*AuthPacket).Scheme != "digest" {
 				t.Errorf("java auth: %+v", df.req)
 			}
 		}},
-		{"java_003_resp_auth.bin", func(t *testing.T, df decodedFrame) {
+		{"java/resp_auth/0", func(t *testing.T, df decodedFrame) {
 			if df.reply.Xid != XidAuth || df.reply.Zxid != 0 {
 				t.Errorf("java auth reply: %+v", df.reply)
 			}
 		}},
-		{"java_004_req_create2.bin", func(t *testing.T, df decodedFrame) {
+		{"java/req_create2/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*CreateRequest); r.Path != "/jv" || string(r.Data) != "j" {
 				t.Errorf("java create2: %+v", r)
 			}
 		}},
-		{"java_010_req_multi.bin", func(t *testing.T, df decodedFrame) {
+		{"java/req_multi/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*MultiRequest)
 			if len(r.Ops) != 5 || r.Ops[1].Type != OpCreateTTL || r.Ops[1].Req.(*CreateTTLRequest).Ttl != 1000 || r.IsRead() {
 				t.Errorf("java multi: %+v", r)
 			}
 		}},
-		{"java_011_resp_multi.bin", func(t *testing.T, df decodedFrame) {
+		{"java/resp_multi/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*MultiResponse)
 			// ZooKeeper reports a createTTL result as create2.
 			types := []int32{OpCreate, OpCreate2, OpCheck, OpSetData, OpDelete}
@@ -386,12 +391,12 @@ func TestGoldenContents(t *testing.T) {
 				t.Errorf("sequential create path %q", p)
 			}
 		}},
-		{"java_012_req_multiRead.bin", func(t *testing.T, df decodedFrame) {
+		{"java/req_multiRead/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*MultiRequest); len(r.Ops) != 3 || !r.IsRead() {
 				t.Errorf("multiRead: %+v", r)
 			}
 		}},
-		{"java_013_resp_multiRead.bin", func(t *testing.T, df decodedFrame) {
+		{"java/resp_multiRead/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*MultiResponse)
 			if len(r.Results) != 3 || r.Results[0].Type != OpGetData || r.Results[1].Type != OpGetChildren ||
 				r.Results[2] != (MultiResult{Type: OpError, Err: CodeNoNode}) || df.reply.Err != CodeOK {
@@ -401,17 +406,17 @@ func TestGoldenContents(t *testing.T) {
 				t.Errorf("multiRead getData: %+v", d)
 			}
 		}},
-		{"java_020_req_checkWatches.bin", func(t *testing.T, df decodedFrame) {
+		{"java/req_checkWatches/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*CheckWatchesRequest); r.Path != "/jv" || r.Type != WatcherTypeChildren {
 				t.Errorf("checkWatches: %+v", r)
 			}
 		}},
-		{"java_032_req_connect.bin", func(t *testing.T, df decodedFrame) {
+		{"java/req_connect/1", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*ConnectRequest); !r.HasReadOnly || r.SessionId == 0 || r.LastZxidSeen == 0 {
 				t.Errorf("java reconnect: %+v", r)
 			}
 		}},
-		{"java_035_req_setWatches2.bin", func(t *testing.T, df decodedFrame) {
+		{"java/req_setWatches2/0", func(t *testing.T, df decodedFrame) {
 			r := df.body.(*SetWatches2)
 			want := &SetWatches2{RelativeZxid: r.RelativeZxid, DataWatches: []string{"/jv"}, ExistWatches: []string{"/jv/nope"},
 				ChildWatches: []string{}, PersistentWatches: []string{}, PersistentRecursiveWatches: []string{"/jv"}}
@@ -419,23 +424,23 @@ func TestGoldenContents(t *testing.T) {
 				t.Errorf("setWatches2: %+v", r)
 			}
 		}},
-		{"zkcli_015_resp_whoAmI.bin", func(t *testing.T, df decodedFrame) {
+		{"zkcli/resp_whoAmI/0", func(t *testing.T, df decodedFrame) {
 			want := []ClientInfo{{AuthScheme: "ip", User: "127.0.0.1"}}
 			if r := df.body.(*WhoAmIResponse); !reflect.DeepEqual(r.ClientInfo, want) {
 				t.Errorf("whoAmI reply: %+v", r)
 			}
 		}},
-		{"zkcli_019_req_removeWatches.bin", func(t *testing.T, df decodedFrame) {
+		{"zkcli/req_removeWatches/0", func(t *testing.T, df decodedFrame) {
 			if r := df.body.(*RemoveWatchesRequest); r.Path != "/zc" || r.Type != WatcherTypeAny {
 				t.Errorf("removeWatches: %+v", r)
 			}
 		}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.file, func(t *testing.T) {
-			g, ok := byName[tc.file]
+		t.Run(tc.key, func(t *testing.T) {
+			g, ok := byKey[tc.key]
 			if !ok {
-				t.Fatalf("golden frame %s missing", tc.file)
+				t.Fatalf("golden frame %s missing", tc.key)
 			}
 			tc.check(t, decodeGolden(t, g))
 		})
