@@ -44,10 +44,10 @@ type OpResult struct {
 // writer applies one write (or one multi) under the tree's write lock,
 // collecting watch events and, in a multi, undo steps.
 type writer struct {
-	t      *Tree
-	tx     *Txn
-	multi  bool
-	undo   []func()
+	t        *Tree
+	tx       *Txn
+	multi    bool
+	undo     []func()
 	events   []pendingEvent
 	triggers []trigger
 	// releases are ACL references dropped by deletes inside a multi; they
