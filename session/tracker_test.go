@@ -89,7 +89,7 @@ func TestTracker(t *testing.T) {
 			{at: 12000, op: "expire", want: []int64{7}},
 		}},
 		{"touch within the same tick keeps the bucket", 2000, []step{
-			{at: 100, op: "add", id: 1, timeout: 4000},  // 4100 -> 6000
+			{at: 100, op: "add", id: 1, timeout: 4000}, // 4100 -> 6000
 			{at: 1900, op: "touch", id: 1, want: true}, // 5900 -> 6000
 			{at: 1900, op: "next", want: int64(6000)},
 			{at: 6000, op: "expire", want: []int64{1}},
