@@ -189,8 +189,47 @@ func (b *fakeBackend) applyRecord(tx *datatree.Txn, op int32, rec jute.Record) (
 			return nil, err
 		}
 		return &jute.SetACLResponse{Stat: st}, nil
+	case *jute.MultiRequest:
+		return b.applyMulti(tx, q)
 	}
 	return nil, jute.CodeUnimplemented
+}
+
+func (b *fakeBackend) applyMulti(tx *datatree.Txn, q *jute.MultiRequest) (jute.Record, error) {
+	ops := make([]datatree.Op, 0, len(q.Ops))
+	for _, m := range q.Ops {
+		op := datatree.Op{Type: m.Type}
+		switch r := m.Req.(type) {
+		case *jute.CreateRequest:
+			op.Create = datatree.CreateOp{Path: r.Path, Data: r.Data, ACL: r.Acl, Mode: r.Flags}
+		case *jute.DeleteRequest:
+			op.Path, op.Version = r.Path, r.Version
+		case *jute.SetDataRequest:
+			op.Path, op.Data, op.Version = r.Path, r.Data, r.Version
+		case *jute.CheckVersionRequest:
+			op.Path, op.Version = r.Path, r.Version
+		default:
+			return nil, jute.CodeBadArguments
+		}
+		ops = append(ops, op)
+	}
+	results, _ := b.tree.Multi(tx, ops)
+	resp := &jute.MultiResponse{}
+	for _, r := range results {
+		mr := jute.MultiResult{Type: r.Type}
+		switch {
+		case r.Type == jute.OpError:
+			mr.Err, _, _ = errorCode(r.Err)
+		case r.Type == jute.OpCreate:
+			mr.Resp = &jute.CreateResponse{Path: r.Path}
+		case r.Type == jute.OpCreate2:
+			mr.Resp = &jute.Create2Response{Path: r.Path, Stat: r.Stat}
+		case r.Type == jute.OpSetData:
+			mr.Resp = &jute.SetDataResponse{Stat: r.Stat}
+		}
+		resp.Results = append(resp.Results, mr)
+	}
+	return resp, nil
 }
 
 func (b *fakeBackend) Tree() *datatree.Tree { return b.tree }

@@ -775,6 +775,10 @@ func (c *conn) writeLoop() {
 				}
 				break
 			}
+			// Count before writing, as ZooKeeper counts queued responses, so
+			// a client that got a reply also sees it in the statistics.
+			c.sent.Add(int64(len(batch)))
+			c.s.stats.packetsSent.Add(int64(len(batch)))
 			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
 			for _, f := range batch {
 				if _, err := bw.Write(f); err != nil {
@@ -788,8 +792,6 @@ func (c *conn) writeLoop() {
 				c.close("write failed")
 				return
 			}
-			c.sent.Add(int64(len(batch)))
-			c.s.stats.packetsSent.Add(int64(len(batch)))
 			clear(batch)
 		}
 	}

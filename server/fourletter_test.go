@@ -1,0 +1,186 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// fourLetter sends word on a new connection and returns everything the
+// server writes before closing.
+func fourLetter(t *testing.T, addr, word string) string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := nc.Write([]byte(word)); err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(nc)
+	if err != nil {
+		t.Fatalf("%s: %v", word, err)
+	}
+	return string(b)
+}
+
+func TestFourLetterWords(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), make([]byte, 457), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, func(c *Config) {
+		c.DataDir = dir
+		c.Version = "3.8.4-zkd-test"
+		c.BuiltOn = "2026-11-21 21:00 UTC"
+		c.ServerID = 3
+	})
+	c := dialRaw(t, ts.addr)
+	c.session()
+	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/n", Acl: openACL, Flags: jute.ModeEphemeral}, &jute.CreateResponse{})
+	c.call(2, jute.OpGetData, &jute.GetDataRequest{Path: "/n", Watch: true}, &jute.GetDataResponse{})
+	c.call(3, jute.OpExists, &jute.ExistsRequest{Path: "/zookeeper", Watch: true}, &jute.ExistsResponse{})
+	sid := hexID(c.id)
+	zxid := fmt.Sprintf("0x%x", ts.b.LastZxid())
+
+	for _, tc := range []struct {
+		word string
+		want string // regexp, anchored
+	}{
+		{"ruok", `imok`},
+		{"isro", `rw`},
+		{"srvr", `Zookeeper version: 3\.8\.4-zkd-test, built on 2026-11-21 21:00 UTC\n` +
+			`Latency min/avg/max: \d+/\d+\.\d+/\d+\n` +
+			`Received: \d+\nSent: \d+\nConnections: 2\nOutstanding: 0\n` +
+			`Zxid: ` + zxid + `\nMode: standalone\nNode count: 6\n`},
+		{"stat", `Zookeeper version: 3\.8\.4-zkd-test, built on 2026-11-21 21:00 UTC\n` +
+			`Clients:\n /127\.0\.0\.1:\d+\[1\]\(queued=0,recved=4,sent=4\)\n /127\.0\.0\.1:\d+\[0\]\(queued=0,recved=1,sent=0\)\n\n` +
+			`Latency min/avg/max: \d+/\d+\.\d+/\d+\n` +
+			`Received: \d+\nSent: \d+\nConnections: 2\nOutstanding: 0\n` +
+			`Zxid: ` + zxid + `\nMode: standalone\nNode count: 6\n`},
+		{"cons", ` /127\.0\.0\.1:\d+\[1\]\(queued=0,recved=4,sent=4,sid=` + sid +
+			`,lop=EXIS,est=\d+,to=10000,lcxid=0x3,lzxid=` + zxid + `,lresp=\d+,llat=\d+,minlat=\d+,avglat=\d+,maxlat=\d+\)\n` +
+			` /127\.0\.0\.1:\d+\[0\]\(queued=0,recved=1,sent=0\)\n\n`},
+		{"conf", `clientPort=\d+\nsecureClientPort=-1\ndataDir=` + regexp.QuoteMeta(dir) + `\ndataDirSize=457\n` +
+			`dataLogDir=` + regexp.QuoteMeta(dir) + `\ndataLogSize=457\ntickTime=2000\nmaxClientCnxns=60\n` +
+			`minSessionTimeout=4000\nmaxSessionTimeout=40000\nclientPortListenBacklog=-1\nserverId=3\n`},
+		{"envi", `Environment:\nzookeeper\.version=3\.8\.4-zkd-test, built on 2026-11-21 21:00 UTC\nhost\.name=.*\n(?s:.*)`},
+		{"wchs", `1 connections watching 2 paths\nTotal watches:2\n`},
+		{"wchc", sid + `\n\t/n\n\t/zookeeper\n\n`},
+		{"wchp", `/n\n\t` + sid + `\n/zookeeper\n\t` + sid + `\n\n`},
+		{"dirs", `datadir_size: 457\nlogdir_size: 457\n`},
+		{"dump", `SessionTracker dump:\nSession Sets \(1\)/\(1\):\n\t` + sid + `\nephemeral nodes dump:\n` +
+			`Sessions with Ephemerals \(1\):\n` + sid + `:\n\t/n\nConnections dump:\nConnections Sets \(2\)/\(2\):\n` +
+			`\tip: /127\.0\.0\.1:\d+ sessionId: ` + sid + `\n\tip: /127\.0\.0\.1:\d+ sessionId: 0x0\n`},
+	} {
+		t.Run(tc.word, func(t *testing.T) {
+			waitFor(t, "earlier 4-letter connections gone", func() bool { return len(ts.Conns()) == 1 })
+			got := fourLetter(t, ts.addr, tc.word)
+			if !regexp.MustCompile(`^` + tc.want + `$`).MatchString(got) {
+				t.Fatalf("%s answered\n%q\nwant match of\n%q", tc.word, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFourLetterMonitor(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/e", Acl: openACL, Flags: jute.ModeEphemeral}, &jute.CreateResponse{})
+	got := map[string]string{}
+	out := fourLetter(t, ts.addr, "mntr")
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		k, v, ok := strings.Cut(line, "\t")
+		if !ok || !strings.HasPrefix(k, "zk_") {
+			t.Fatalf("mntr line %q is not zk_key\\tvalue", line)
+		}
+		got[k] = v
+	}
+	for k, want := range map[string]string{
+		"zk_version":               ts.fullVersion(),
+		"zk_server_state":          "standalone",
+		"zk_ephemerals_count":      "1",
+		"zk_num_alive_connections": "2",
+		"zk_znode_count":           "6",
+		"zk_global_sessions":       "1",
+		"zk_outstanding_requests":  "0",
+		"zk_watch_count":           "0",
+		"zk_avg_latency":           got["zk_avg_latency"],
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %q, want %q", k, got[k], want)
+		}
+	}
+	if !regexp.MustCompile(`^\d+\.\d+$`).MatchString(got["zk_avg_latency"]) {
+		t.Errorf("zk_avg_latency %q is not a Java double", got["zk_avg_latency"])
+	}
+	if first := strings.SplitN(out, "\t", 2)[0]; first != "zk_version" {
+		t.Errorf("mntr starts with %q, want zk_version as ZooKeeper", first)
+	}
+}
+
+func TestFourLetterWhitelist(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.FourLetterWhitelist = []string{"srvr", "ruok"} })
+	for _, tc := range []struct{ word, want string }{
+		{"ruok", "imok"},
+		{"stat", "stat is not executed because it is not in the whitelist.\n"},
+		{"mntr", "mntr is not executed because it is not in the whitelist.\n"},
+	} {
+		if got := fourLetter(t, ts.addr, tc.word); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.word, got, tc.want)
+		}
+	}
+	if got := fourLetter(t, ts.addr, "srvr"); !strings.HasPrefix(got, "Zookeeper version: ") {
+		t.Errorf("srvr: %q", got)
+	}
+	// An unknown word is a frame length far over MaxBuffer: closed, no answer.
+	if got := fourLetter(t, ts.addr, "abcd"); got != "" {
+		t.Errorf("unknown word answered %q", got)
+	}
+}
+
+func TestFourLetterResets(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	c.call(1, jute.OpExists, &jute.ExistsRequest{Path: "/"}, &jute.ExistsResponse{})
+	if st := ts.Stats(); st.PacketsReceived < 2 || st.PacketsSent < 2 {
+		t.Fatalf("stats before reset %+v", st)
+	}
+	if got := fourLetter(t, ts.addr, "srst"); got != "Server stats reset.\n" {
+		t.Fatalf("srst: %q", got)
+	}
+	if st := ts.Stats(); st.PacketsReceived != 0 || st.PacketsSent > 1 || st.MaxLatency != 0 { // srst's own answer may count
+		t.Fatalf("stats after srst %+v", st)
+	}
+	if got := fourLetter(t, ts.addr, "crst"); got != "Connection stats reset.\n" {
+		t.Fatalf("crst: %q", got)
+	}
+	for _, ci := range ts.Conns() {
+		if ci.SessionID == c.id && (ci.Received != 0 || ci.Sent != 0 || ci.LastOp != "NA") {
+			t.Fatalf("connection after crst %+v", ci)
+		}
+	}
+}
+
+func TestJavaDouble(t *testing.T) {
+	for _, tc := range []struct {
+		in   float64
+		want string
+	}{{0, "0.0"}, {1, "1.0"}, {1.08108108, "1.0811"}, {2.5, "2.5"}} {
+		if got := javaDouble(tc.in); got != tc.want {
+			t.Errorf("javaDouble(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
