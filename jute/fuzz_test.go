@@ -87,6 +87,11 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 	}
 	f.Fuzz(func(t *testing.T, op int32, b []byte) {
+		if got, err := DecodeRequest(op, b); err == nil && got != nil {
+			if _, known := NewRequest(op); !known {
+				t.Fatalf("DecodeRequest accepted unknown op %d", op)
+			}
+		}
 		r, known := NewRequest(op)
 		if !known || r == nil {
 			return

@@ -1,5 +1,48 @@
 package jute
 
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrUnknownOp is the DecodeRequest error for an opcode ZooKeeper 3.8 does
+// not accept from clients. ZooKeeper answers such a request with
+// CodeUnimplemented and zxid -1, then closes the connection.
+var ErrUnknownOp = errors.New("jute: unknown opcode")
+
+// DecodeRequest decodes the body of a client request with opcode op the way
+// ZooKeeper 3.8 does, for a server's read loop. It returns (nil, nil) for
+// opcodes without a body. Bytes after the record are ignored, as ZooKeeper
+// ignores them. Besides MultiRequest's own checks, a multi (14) that holds
+// read operations and a multiRead (22) that holds write operations are
+// refused with ErrMixedMulti, as ZooKeeper refuses them.
+//
+// An error wrapping ErrUnknownOp means the opcode is unknown; any other
+// error means a malformed body, which ZooKeeper answers with
+// CodeMarshallingError while keeping the connection open.
+func DecodeRequest(op int32, body []byte) (Record, error) {
+	r, known := NewRequest(op)
+	if !known {
+		return nil, fmt.Errorf("%w: %d", ErrUnknownOp, op)
+	}
+	if r == nil {
+		return nil, nil
+	}
+	d := NewDecoder(body)
+	r.Decode(d)
+	if d.Err() != nil {
+		return nil, fmt.Errorf("jute: %s request: %w", OpName(op), d.Err())
+	}
+	if m, ok := r.(*MultiRequest); ok {
+		for _, o := range m.Ops {
+			if isMultiRead(o.Type) != (op == OpMultiRead) {
+				return nil, fmt.Errorf("jute: %s request: %w", OpName(op), ErrMixedMulti)
+			}
+		}
+	}
+	return r, nil
+}
+
 // NewRequest returns a fresh zero request record for a client opcode, so a
 // server can decode the body that follows a RequestHeader. It returns
 // (nil, true) for opcodes that have no body (ping, closeSession, whoAmI) and
