@@ -247,7 +247,7 @@ func applyMulti(tree *datatree.Tree, tx *datatree.Txn, q *jute.MultiRequest) (ju
 		if r.Type == jute.OpError {
 			code := codeOf(r.Err)
 			mr.Type, mr.Err = jute.OpError, code
-			mr.Resp = &jute.ErrorResponse{Err: int32(code)}
+			mr.Resp = &jute.ErrorResponse{Err: code}
 			continue
 		}
 		mr.Type = r.Type
@@ -255,6 +255,9 @@ func applyMulti(tree *datatree.Tree, tx *datatree.Txn, q *jute.MultiRequest) (ju
 		case jute.OpCreate:
 			mr.Resp = &jute.CreateResponse{Path: r.Path}
 		case jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
+			// ZooKeeper reports every create variant of a multi as
+			// create2; Java clients decode nothing else.
+			mr.Type = jute.OpCreate2
 			mr.Resp = &jute.Create2Response{Path: r.Path, Stat: r.Stat}
 		case jute.OpSetData:
 			mr.Resp = &jute.SetDataResponse{Stat: r.Stat}
