@@ -439,3 +439,13 @@ func (n *Node) Close() error {
 	})
 	return err
 }
+
+// Snapshot takes a snapshot of the FSM now and lets raft trim the log
+// behind it (keeping the trailing entries raft is configured to keep).
+// Raft also snapshots by itself every SnapshotThreshold entries.
+func (n *Node) Snapshot() error {
+	if err := n.raft.Snapshot().Error(); err != nil {
+		return fmt.Errorf("zab: snapshot: %w", err)
+	}
+	return nil
+}

@@ -277,3 +277,51 @@ func TestNodeSubmitAfterClose(t *testing.T) {
 		t.Fatalf("submit after close: %v", r.Err)
 	}
 }
+
+// TestNodeRestartFromSnapshotAndTail: writes before a snapshot come back
+// from the snapshot, writes after it from the log tail, and the log is
+// trimmed behind the snapshot.
+func TestNodeRestartFromSnapshotAndTail(t *testing.T) {
+	dir := t.TempDir()
+	trail := func(c *Config) { c.SnapshotThreshold = 1 << 40 }
+	n := openNode(t, dir, trail)
+	if err := n.raft.ReloadConfig(raft.ReloadableConfig{TrailingLogs: 10, SnapshotInterval: time.Hour, SnapshotThreshold: 1 << 40, HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
+	create := func(i int) {
+		body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), Data: []byte(fmt.Sprint(i)), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+		if r := n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}).Wait(); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		create(i)
+	}
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < 120; i++ {
+		create(i)
+	}
+	m := n.Stats().Store
+	if m.FirstIndex <= 1 {
+		t.Fatalf("log not trimmed behind the snapshot: first index %d", m.FirstIndex)
+	}
+	digest := n.Tree().Digest()
+	zxid := n.LastZxid()
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n = openNode(t, dir, trail)
+	defer n.Close()
+	if got := n.Tree().Digest(); got != digest {
+		t.Fatalf("tree digest after restart %x, want %x", got, digest)
+	}
+	if n.LastZxid() != zxid {
+		t.Fatalf("LastZxid after restart 0x%x, want 0x%x", n.LastZxid(), zxid)
+	}
+	if _, ok := n.SessionTimeout(s.SessionID); !ok {
+		t.Fatal("session lost")
+	}
+}
