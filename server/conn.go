@@ -152,6 +152,7 @@ func (c *conn) serve() {
 		c.guard("reader")
 		c.close("reader done")
 		c.wg.Wait()
+		c.dropPending()
 		if c.sessionID.Load() != 0 {
 			if t := c.s.b.Tree(); t != nil {
 				t.RemoveWatcher(c)
@@ -176,6 +177,23 @@ func (c *conn) serve() {
 		return
 	}
 	c.readLoop()
+}
+
+// dropPending forgets the requests still queued when the connection ended,
+// so the outstanding counts stay right.
+func (c *conn) dropPending() {
+	for {
+		select {
+		case sl := <-c.slots:
+			if sl.done != nil {
+				close(sl.done)
+			}
+			c.pending.Add(-1)
+			c.s.stats.outstanding.Add(-1)
+		default:
+			return
+		}
+	}
 }
 
 // start runs f as one of the connection's goroutines.
@@ -387,8 +405,11 @@ func (c *conn) prepare(sl *slot, body []byte, lastRead **slot) {
 	if rec != nil {
 		d := jute.NewDecoder(body)
 		rec.Decode(d)
-		if d.Err() != nil {
-			c.logger().Debug("malformed request body", zap.String("op", opName(sl.op)), zap.Error(d.Err()))
+		// Reads tolerate trailing bytes as ZooKeeper does; writes must
+		// decode exactly, as the log's apply decodes them again strictly.
+		if d.Err() != nil || isWrite(sl.op) && d.Remaining() != 0 {
+			c.logger().Debug("malformed request body", zap.String("op", opName(sl.op)),
+				zap.Error(d.Err()), zap.Int("trailing", d.Remaining()))
 			sl.code = jute.CodeMarshallingError
 			return
 		}

@@ -26,6 +26,9 @@ var fourLetterWords = map[string]bool{
 	"ruok": true, "srvr": true, "stat": true, "mntr": true, "conf": true,
 	"cons": true, "envi": true, "isro": true, "wchs": true, "wchc": true,
 	"wchp": true, "dump": true, "crst": true, "srst": true, "dirs": true,
+	// Known to ZooKeeper but without meaning here: refused with the
+	// whitelist message unless whitelisted, then answered with nothing.
+	"gtmk": true, "stmk": true, "hash": true,
 }
 
 func isFourLetterWord(w string) bool { return fourLetterWords[w] }

@@ -136,6 +136,8 @@ func TestFourLetterWhitelist(t *testing.T) {
 		{"ruok", "imok"},
 		{"stat", "stat is not executed because it is not in the whitelist.\n"},
 		{"mntr", "mntr is not executed because it is not in the whitelist.\n"},
+		{"gtmk", "gtmk is not executed because it is not in the whitelist.\n"},
+		{"hash", "hash is not executed because it is not in the whitelist.\n"},
 	} {
 		if got := fourLetter(t, ts.addr, tc.word); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.word, got, tc.want)

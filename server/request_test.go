@@ -489,3 +489,24 @@ func TestConfigValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestOutstandingSettlesAfterAbruptClose(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	gate := make(chan struct{})
+	ts.b.setGate(gate)
+	for i := range 20 {
+		c.send(int32(i+1), jute.OpCreate, &jute.CreateRequest{Path: fmt.Sprintf("/o%d", i), Acl: openACL})
+		c.send(int32(i+100), jute.OpExists, &jute.ExistsRequest{Path: "/"})
+	}
+	waitFor(t, "requests queued", func() bool { return ts.Stats().Outstanding > 0 })
+	c.nc.Close()
+	// The reader waits for the gated write before it can see the close.
+	ts.b.setGate(nil)
+	close(gate)
+	waitFor(t, "connection gone", func() bool { return len(ts.Conns()) == 0 })
+	if got := ts.Stats().Outstanding; got != 0 {
+		t.Fatalf("outstanding = %d after the connection closed, want 0", got)
+	}
+}
