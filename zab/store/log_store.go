@@ -65,6 +65,9 @@ func decodeLog(b []byte, l *raft.Log) error {
 		return fmt.Errorf("%w: bad header", ErrCorruptLog)
 	}
 	flags := b[1]
+	if flags&^(flagAppendedAt|flagData|flagExtensions) != 0 {
+		return fmt.Errorf("%w: unknown flags %#x", ErrCorruptLog, flags)
+	}
 	b = b[2:]
 	uv := func(what string) (uint64, error) {
 		v, n := binary.Uvarint(b)
