@@ -139,6 +139,7 @@ func (c *conn) close(reason string) {
 // connection only.
 func (c *conn) guard(where string) {
 	if r := recover(); r != nil {
+		c.s.stats.panics.Add(1)
 		c.logger().Error("panic serving connection, closing it", zap.String("in", where),
 			zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 		c.close("panic")

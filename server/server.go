@@ -308,6 +308,7 @@ type serverStats struct {
 	authFailed            atomic.Int64
 	largeRequestsRejected atomic.Int64
 	outstanding           atomic.Int64
+	panics                atomic.Int64 // recovered panics of connection goroutines
 	latency               latencyStats
 }
 
