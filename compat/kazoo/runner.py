@@ -76,6 +76,18 @@ class Result(unittest.TestResult):
             return
         self._fail(test, err, "ERR")
 
+    def addSubTest(self, test, subtest, err):
+        super().addSubTest(test, subtest, err)
+        if err is None:
+            return
+        # The test as a whole gets no addSuccess after a failed subtest;
+        # count it failed once, and show every failing subtest.
+        if test.id() not in self.failed_names:
+            self.failed_names.append(test.id())
+        self._line(subtest, "FAIL")
+        self.out.write(self._exc_info_to_string(err, test))
+        self.out.flush()
+
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
         self.failed_names.append(test.id())
