@@ -149,9 +149,10 @@ func (s *Store) LastIndex() (uint64, error) {
 
 // GetLog fills log with entry index, or returns raft.ErrLogNotFound.
 func (s *Store) GetLog(index uint64, log *raft.Log) error {
-	if s.closed.Load() {
-		return ErrClosed
+	if err := s.acquire(); err != nil {
+		return err
 	}
+	defer s.release()
 	v, closer, err := s.db.Get(logKey(index))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return raft.ErrLogNotFound
@@ -180,9 +181,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
-	if s.closed.Load() {
-		return ErrClosed
+	if err := s.acquire(); err != nil {
+		return err
 	}
+	defer s.release()
 	b := s.db.NewBatch()
 	defer b.Close()
 	var (
@@ -235,9 +237,10 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 // DeleteRange deletes the entries with indexes in [min, max] and updates
 // the cached bounds. The deletion is synced like any other log write.
 func (s *Store) DeleteRange(min, max uint64) error {
-	if s.closed.Load() {
-		return ErrClosed
+	if err := s.acquire(); err != nil {
+		return err
 	}
+	defer s.release()
 	if min > max {
 		return nil
 	}

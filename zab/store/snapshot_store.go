@@ -11,6 +11,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -99,9 +100,10 @@ func (ss *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64
 		return nil, fmt.Errorf("store: unsupported snapshot version %d", version)
 	}
 	s := ss.s
-	if s.closed.Load() {
-		return nil, ErrClosed
+	if err := s.acquire(); err != nil {
+		return nil, err
 	}
+	defer s.release()
 	s.snaps.Lock()
 	ms := time.Now().UnixMilli()
 	if ms <= s.snaps.lastMs {
@@ -153,9 +155,10 @@ func (ss *snapshotStore) List() ([]*raft.SnapshotMeta, error) {
 // meta.
 func (ss *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, error) {
 	s := ss.s
-	if s.closed.Load() {
-		return nil, nil, ErrClosed
+	if err := s.acquire(); err != nil {
+		return nil, nil, err
 	}
+	defer s.release()
 	if !validID(id) {
 		return nil, nil, fmt.Errorf("%w: %q", ErrSnapshotNotFound, id)
 	}
@@ -179,8 +182,11 @@ func (ss *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, err
 	if err != nil {
 		return nil, nil, fmt.Errorf("store: open snapshot %s: %w", id, err)
 	}
-	r := &snapshotReader{it: it, meta: &m, crc: crc64.New(crcTable)}
+	r := &snapshotReader{s: s, it: it, meta: &m, crc: crc64.New(crcTable)}
 	r.valid = it.First()
+	s.snaps.Lock()
+	s.snaps.readers[r] = struct{}{}
+	s.snaps.Unlock()
 	meta := m.SnapshotMeta
 	return &meta, r, nil
 }
@@ -231,6 +237,11 @@ func (k *snapshotSink) flush() error {
 	if len(k.buf) == 0 {
 		return nil
 	}
+	if err := k.ss.s.acquire(); err != nil {
+		k.err = err
+		return err
+	}
+	defer k.ss.s.release()
 	if err := k.ss.s.db.Set(chunkKey(k.meta.ID, k.meta.Chunks), k.buf, pebble.NoSync); err != nil {
 		k.err = fmt.Errorf("store: write snapshot %s: %w", k.meta.ID, err)
 		return k.err
@@ -253,11 +264,15 @@ func (k *snapshotSink) Close() error {
 	}
 	k.closed = true
 	s := k.ss.s
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
 	k.meta.CRC = k.crc.Sum64()
 	k.meta.CreatedAt = time.Now()
 	enc, err := json.Marshal(&k.meta)
 	if err != nil {
-		k.remove()
+		_ = k.removeAcquired()
 		return fmt.Errorf("store: snapshot %s meta: %w", k.meta.ID, err)
 	}
 	b := s.db.NewBatch()
@@ -265,7 +280,7 @@ func (k *snapshotSink) Close() error {
 	_ = b.Set(metaKey(k.meta.ID), enc, nil)
 	_ = b.Delete(pendingKey(k.meta.ID), nil)
 	if err := b.Commit(s.writeOpts); err != nil {
-		k.remove()
+		_ = k.removeAcquired()
 		return fmt.Errorf("store: commit snapshot %s: %w", k.meta.ID, err)
 	}
 	s.log.Info("snapshot written", zap.String("snapshot", k.meta.ID), zap.Int64("size", k.meta.Size),
@@ -290,6 +305,15 @@ func (k *snapshotSink) Cancel() error {
 
 // remove deletes the sink's chunks and pending marker.
 func (k *snapshotSink) remove() error {
+	if err := k.ss.s.acquire(); err != nil {
+		return err
+	}
+	defer k.ss.s.release()
+	return k.removeAcquired()
+}
+
+// removeAcquired is remove for a caller that already holds acquire.
+func (k *snapshotSink) removeAcquired() error {
 	s := k.ss.s
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -326,19 +350,24 @@ func (ss *snapshotStore) reapLocked() error {
 	return nil
 }
 
-// snapshotReader streams a snapshot's chunks from a Pebble iterator.
+// snapshotReader streams a snapshot's chunks from a Pebble iterator. Its
+// mutex lets Store.Close release the iterator of a reader still open.
 type snapshotReader struct {
-	it    *pebble.Iterator
+	s     *Store
+	mu    sync.Mutex
+	it    *pebble.Iterator // nil once closed
 	meta  *snapMeta
 	crc   hash.Hash64
 	valid bool // it is positioned on a chunk
 	off   int  // bytes of the current chunk already returned
 	n     int64
-	err   error
+	err   error // sticky
 }
 
 // Read implements io.Reader.
 func (r *snapshotReader) Read(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.err != nil {
 		return 0, r.err
 	}
@@ -373,15 +402,26 @@ func (r *snapshotReader) Read(p []byte) (int, error) {
 	return total, nil
 }
 
-// Close releases the iterator.
+// Close releases the iterator. Reading afterwards fails.
 func (r *snapshotReader) Close() error {
+	r.s.snaps.Lock()
+	delete(r.s.snaps.readers, r)
+	r.s.snaps.Unlock()
+	return r.release(errors.New("store: read from closed snapshot reader"))
+}
+
+// release closes the iterator once and makes later reads return cause.
+func (r *snapshotReader) release(cause error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.it == nil {
 		return nil
 	}
 	err := r.it.Close()
 	r.it = nil
-	if r.err == nil {
-		r.err = errors.New("store: read from closed snapshot reader")
+	r.valid = false
+	if r.err == nil || r.err == io.EOF {
+		r.err = cause
 	}
 	return err
 }

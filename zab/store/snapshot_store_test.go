@@ -328,3 +328,109 @@ func TestSnapshotReadWhileReaped(t *testing.T) {
 		t.Fatalf("read after reap: %v, %d bytes", err, len(rest)+5)
 	}
 }
+
+// Closing the store with a snapshot reader still open succeeds (no leaked
+// iterator) and the reader then fails with ErrClosed.
+func TestCloseWithOpenSnapshotReader(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(Options{Dir: dir, NoSync: true, SnapshotChunkSize: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := s.SnapshotStore(1)
+	id := writeSnap(t, ss, 1, 1, []byte("0123456789"))
+	_, rc, err := ss.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 3)
+	if _, err := io.ReadFull(rc, buf); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close with open reader: %v", err)
+	}
+	if _, err := rc.Read(buf); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Read after store Close = %v, want ErrClosed", err)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A reader closed normally is forgotten by the store.
+	s, err = Open(Options{Dir: dir, NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rc, err = s.SnapshotStore(1).Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Read(buf); err == nil {
+		t.Fatal("Read after reader Close succeeded")
+	}
+	if n := len(s.snaps.readers); n != 0 {
+		t.Fatalf("%d readers still registered", n)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Operations racing with Close either complete or fail with ErrClosed;
+// none reaches the closed Pebble database (which would panic).
+func TestCloseRacesOperations(t *testing.T) {
+	for round := 0; round < 5; round++ {
+		s, err := Open(Options{Dir: t.TempDir(), NoSync: true, SnapshotChunkSize: 8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss := s.SnapshotStore(2)
+		done := make(chan struct{})
+		errs := make(chan error, 4)
+		for w := 0; w < 3; w++ {
+			go func(w int) {
+				defer func() { done <- struct{}{} }()
+				for i := uint64(1); ; i++ {
+					var err error
+					switch w {
+					case 0:
+						err = s.StoreLogs(logRange(i, i))
+					case 1:
+						var l raft.Log
+						if err = s.GetLog(i/2+1, &l); err == raft.ErrLogNotFound {
+							err = nil
+						}
+					case 2:
+						var sink raft.SnapshotSink
+						if sink, err = ss.Create(raft.SnapshotVersionMax, i, 1, testConfig, 1, nil); err == nil {
+							if _, err = sink.Write([]byte("some snapshot bytes")); err == nil {
+								err = sink.Close()
+							}
+						}
+					}
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}(w)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for w := 0; w < 3; w++ {
+			<-done
+		}
+		select {
+		case err := <-errs:
+			t.Fatalf("operation failed with %v, want success or ErrClosed", err)
+		default:
+		}
+	}
+}

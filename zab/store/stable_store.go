@@ -26,9 +26,10 @@ func stableKey(key []byte) []byte {
 
 // Set stores val under key, synced.
 func (s *Store) Set(key []byte, val []byte) error {
-	if s.closed.Load() {
-		return ErrClosed
+	if err := s.acquire(); err != nil {
+		return err
 	}
+	defer s.release()
 	if err := s.db.Set(stableKey(key), val, s.writeOpts); err != nil {
 		return fmt.Errorf("store: set %q: %w", key, err)
 	}
@@ -37,9 +38,10 @@ func (s *Store) Set(key []byte, val []byte) error {
 
 // Get returns the value of key, or ErrKeyNotFound.
 func (s *Store) Get(key []byte) ([]byte, error) {
-	if s.closed.Load() {
-		return nil, ErrClosed
+	if err := s.acquire(); err != nil {
+		return nil, err
 	}
+	defer s.release()
 	v, closer, err := s.db.Get(stableKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrKeyNotFound

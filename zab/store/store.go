@@ -96,7 +96,12 @@ type Store struct {
 	first atomic.Uint64
 	last  atomic.Uint64
 
-	closed atomic.Bool
+	// closeMu is held for reading by every operation that touches the
+	// database and for writing by Close, so Close waits for operations in
+	// flight and later ones fail with ErrClosed instead of reaching a closed
+	// Pebble (which panics).
+	closeMu sync.RWMutex
+	closed  atomic.Bool
 
 	// counters for Metrics.
 	appends           atomic.Uint64 // StoreLogs calls
@@ -106,8 +111,9 @@ type Store struct {
 
 	snaps struct {
 		sync.Mutex
-		lastMs int64       // last millisecond used in a snapshot ID
-		metas  []*snapMeta // newest first
+		lastMs  int64       // last millisecond used in a snapshot ID
+		metas   []*snapMeta // newest first
+		readers map[*snapshotReader]struct{}
 	}
 }
 
@@ -155,6 +161,7 @@ func Open(opts Options) (*Store, error) {
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
 	}
+	s.snaps.readers = make(map[*snapshotReader]struct{})
 	if err := s.recover(); err != nil {
 		_ = db.Close()
 		return nil, err
@@ -188,11 +195,22 @@ func (s *Store) recover() error {
 	return nil
 }
 
-// Close flushes nothing extra (every acknowledged write is already synced)
-// and closes the database.
+// Close waits for operations in flight, ends snapshot readers still open
+// (their next Read fails with ErrClosed) and closes the database. It
+// flushes nothing extra: every acknowledged write is already synced. Later
+// calls fail with ErrClosed.
 func (s *Store) Close() error {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
 	if s.closed.Swap(true) {
 		return ErrClosed
+	}
+	s.snaps.Lock()
+	readers := s.snaps.readers
+	s.snaps.readers = nil
+	s.snaps.Unlock()
+	for r := range readers {
+		_ = r.release(ErrClosed)
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("store: close: %w", err)
@@ -248,11 +266,12 @@ func (s *Store) Metrics() Metrics {
 	if m.LastIndex != 0 && m.LastIndex >= m.FirstIndex {
 		m.LogEntries = m.LastIndex - m.FirstIndex + 1
 	}
-	if !s.closed.Load() {
+	if s.acquire() == nil {
 		if n, err := s.db.EstimateDiskUsage([]byte{prefixLog}, []byte{prefixLog + 1}); err == nil {
 			m.LogDiskBytes = n
 		}
 		m.DiskBytes = s.db.Metrics().DiskSpaceUsage()
+		s.release()
 	}
 	s.snaps.Lock()
 	m.Snapshots = len(s.snaps.metas)
@@ -266,6 +285,20 @@ func (s *Store) Metrics() Metrics {
 	s.snaps.Unlock()
 	return m
 }
+
+// acquire holds off Close until release. It fails with ErrClosed once
+// Close has begun.
+func (s *Store) acquire() error {
+	s.closeMu.RLock()
+	if s.closed.Load() {
+		s.closeMu.RUnlock()
+		return ErrClosed
+	}
+	return nil
+}
+
+// release ends what acquire began.
+func (s *Store) release() { s.closeMu.RUnlock() }
 
 // logKey returns the key of log entry idx.
 func logKey(idx uint64) []byte {

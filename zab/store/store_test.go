@@ -10,12 +10,18 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// Small Pebble buffers keep the many store opens of the tests cheap.
+const (
+	testMemTable = 2 << 20
+	testCache    = 1 << 20
+)
+
 // openTest opens a store in a fresh temporary directory. Tests that do not
 // check durability run without fsync to stay fast.
 func openTest(t testing.TB, noSync bool) (*Store, string) {
 	t.Helper()
 	dir := t.TempDir()
-	s, err := Open(Options{Dir: dir, NoSync: noSync})
+	s, err := Open(Options{Dir: dir, NoSync: noSync, MemTableSize: testMemTable, CacheSize: testCache})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}
@@ -28,7 +34,7 @@ func reopen(t testing.TB, s *Store, dir string) *Store {
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	s2, err := Open(Options{Dir: dir, NoSync: true})
+	s2, err := Open(Options{Dir: dir, NoSync: true, MemTableSize: testMemTable, CacheSize: testCache})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
