@@ -198,6 +198,9 @@ func javaDouble(v float64) string {
 	return s
 }
 
+// uptimeMs is the time since New, in ms.
+func (s *Server) uptimeMs() int64 { return time.Since(s.start).Milliseconds() }
+
 func (s *Server) fullVersion() string {
 	return s.cfg.Version + ", built on " + s.cfg.BuiltOn
 }
@@ -331,12 +334,7 @@ func (s *Server) Monitor() []KeyValue {
 	if t != nil {
 		eph, watches, dataSize = t.EphemeralCount(), t.WatchCount(), t.ApproxDataSize()
 	}
-	sessions := -1
-	if sc, ok := s.b.(SessionCounter); ok {
-		sessions = sc.SessionCount()
-	} else {
-		sessions = s.sessionCount()
-	}
+	sessions := s.globalSessions()
 	kv := func(k string, v any) KeyValue { return KeyValue{"zk_" + k, fmt.Sprint(v)} }
 	out := []KeyValue{
 		kv("version", st.Version),
@@ -361,7 +359,7 @@ func (s *Server) Monitor() []KeyValue {
 		out = append(out, kv("approximate_data_size", dataSize))
 	}
 	out = append(out,
-		kv("uptime", time.Since(s.start).Milliseconds()),
+		kv("uptime", s.uptimeMs()),
 		kv("max_latency", st.MaxLatency),
 		kv("large_requests_rejected", s.stats.largeRequestsRejected.Load()),
 		kv("connection_rejected", s.stats.connectionRejected.Load()),
