@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -76,5 +77,62 @@ func BenchmarkGroupCommit(b *testing.B) {
 				b.ReportMetric(float64(s.Metrics().WALSyncs-syncs0)/entries, "syncs/entry")
 			})
 		}
+	}
+}
+
+// BenchmarkSnapshot writes (Create, Write in 64 KiB pieces, Close with its
+// fsync) and reads back a snapshot of the given size.
+func BenchmarkSnapshot(b *testing.B) {
+	for _, size := range []int{1 << 20, 16 << 20} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i * 7)
+		}
+		b.Run(fmt.Sprintf("op=write/size=%dMiB", size>>20), func(b *testing.B) {
+			s := openBench(b)
+			ss := s.SnapshotStore(1)
+			b.SetBytes(int64(size))
+			for i := 0; i < b.N; i++ {
+				sink, err := ss.Create(raft.SnapshotVersionMax, uint64(i+1), 1, raft.Configuration{}, 1, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for off := 0; off < size; off += 64 << 10 {
+					if _, err := sink.Write(data[off:min(off+64<<10, size)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if err := sink.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("op=read/size=%dMiB", size>>20), func(b *testing.B) {
+			s := openBench(b)
+			ss := s.SnapshotStore(1)
+			sink, err := ss.Create(raft.SnapshotVersionMax, 1, 1, raft.Configuration{}, 1, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := sink.Write(data); err != nil {
+				b.Fatal(err)
+			}
+			if err := sink.Close(); err != nil {
+				b.Fatal(err)
+			}
+			buf := make([]byte, 64<<10)
+			b.SetBytes(int64(size))
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, rc, err := ss.Open(sink.ID())
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.CopyBuffer(io.Discard, rc, buf); err != nil {
+					b.Fatal(err)
+				}
+				_ = rc.Close()
+			}
+		})
 	}
 }
