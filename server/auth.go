@@ -67,16 +67,20 @@ func (c *conn) addAuth(id jute.Id) {
 		}
 	}
 	c.auth.ids = append(c.auth.ids, id)
+	ids := make([]jute.Id, 0, len(c.auth.ids)+1)
+	ids = append(ids, c.auth.ids...)
+	ids = append(ids, jute.Id{Scheme: schemeIP, Id: c.ip})
+	c.auth.all.Store(&ids)
 }
 
 // authIDs returns the identities requests of this connection act as: the
-// authenticated ids, then ("ip", remote address).
+// authenticated ids, then ("ip", remote address). The slice is shared and
+// must not be modified.
 func (c *conn) authIDs() []jute.Id {
-	c.auth.Lock()
-	defer c.auth.Unlock()
-	ids := make([]jute.Id, 0, len(c.auth.ids)+1)
-	ids = append(ids, c.auth.ids...)
-	return append(ids, jute.Id{Scheme: schemeIP, Id: c.ip})
+	if p := c.auth.all.Load(); p != nil {
+		return *p
+	}
+	return c.ipOnly
 }
 
 // whoAmI lists the identities as ZooKeeper's whoAmI does: the provider's

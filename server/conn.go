@@ -68,8 +68,10 @@ type conn struct {
 
 	auth struct {
 		sync.Mutex
-		ids []jute.Id // authenticated ids, in the order they were added
+		ids []jute.Id                  // authenticated ids, in the order they were added
+		all atomic.Pointer[[]jute.Id] // ids then the ip id; nil until the first auth
 	}
+	ipOnly []jute.Id // the identities before any auth
 
 	recv    atomic.Int64 // packets received
 	sent    atomic.Int64 // packets sent
@@ -113,6 +115,7 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		outSignal: make(chan struct{}, 1),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.ipOnly = []jute.Id{{Scheme: schemeIP, Id: ip}}
 	return c
 }
 

@@ -28,6 +28,16 @@
 // A write is submitted only after every earlier read of its connection has
 // executed, so reads never observe writes sent after them.
 //
+// # Operations
+//
+// The 4-letter words (ruok, srvr, stat, mntr, conf, cons, envi, isro, wchs,
+// wchc, wchp, dump, crst, srst, dirs) answer on a connection whose first four
+// bytes are the word, gated by Config.FourLetterWhitelist. Each is backed by
+// a method returning a struct or key/value list (Stats, Conns, Monitor,
+// Conf, Environment, WatchSummary, …), which AdminHandler also serves as
+// ZooKeeper's AdminServer JSON and Collector exports to Prometheus under
+// ZooKeeper's metric names, so all three agree.
+//
 // # Lock order
 //
 // Server.mu may be held while taking conn.out.mu, never the reverse.

@@ -170,3 +170,39 @@ func TestMaxClientCnxns(t *testing.T) {
 	d := dialRaw(t, ts.addr)
 	d.session()
 }
+
+func TestCloseStopsEverything(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	gate := make(chan struct{})
+	ts.b.setGate(gate) // a write that never applies must not hold Close up
+	c.send(1, jute.OpCreate, &jute.CreateRequest{Path: "/never", Acl: openACL})
+	waitFor(t, "write submitted", func() bool { return ts.b.submitCount() == 2 })
+	done := make(chan error, 1)
+	go func() { done <- ts.Close() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	c.expectClosed()
+	if err := ts.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	ln, err := netListen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ts.Serve(ln); err != ErrClosed {
+		t.Fatalf("Serve after Close = %v, want ErrClosed", err)
+	}
+	if ts.goAttach(func() {}) {
+		t.Fatal("goAttach ran a goroutine after Close")
+	}
+	ts.b.setGate(nil)
+	close(gate)
+}
