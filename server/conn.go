@@ -68,7 +68,7 @@ type conn struct {
 
 	auth struct {
 		sync.Mutex
-		ids []jute.Id                  // authenticated ids, in the order they were added
+		ids []jute.Id                 // authenticated ids, in the order they were added
 		all atomic.Pointer[[]jute.Id] // ids then the ip id; nil until the first auth
 	}
 	ipOnly []jute.Id // the identities before any auth
