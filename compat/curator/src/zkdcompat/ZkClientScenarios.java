@@ -1,0 +1,3 @@
+package zkdcompat;
+import java.util.List;
+final class ZkClientScenarios { static void register(List<Main.Scenario> s) {} }
