@@ -356,3 +356,162 @@ def stop_all():
             s.stop(grace=5.0)
         except Exception:  # noqa: BLE001 -- cleanup must go on
             s.kill()
+
+
+class Proxy:
+    """A TCP proxy on a free loopback port in front of one server, to cut
+    a client off without touching the server: sever() closes every
+    connection through it, refuse(True) makes it drop new ones at once."""
+
+    def __init__(self, target_host, target_port):
+        self.target = (target_host, target_port)
+        self._ln = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._ln.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._ln.bind(("127.0.0.1", 0))
+        self._ln.listen(64)
+        self.port = self._ln.getsockname()[1]
+        self._lock = threading.Lock()
+        self._pairs = []
+        self._refusing = False
+        self._closed = False
+        threading.Thread(target=self._accept, name="proxy-accept", daemon=True).start()
+
+    @property
+    def address(self):
+        """host:port of the proxy, as a Kazoo hosts entry."""
+        return "127.0.0.1:%d" % self.port
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self._ln.accept()
+            except OSError:
+                return
+            with self._lock:
+                refusing = self._refusing or self._closed
+            if refusing:
+                c.close()
+                continue
+            try:
+                u = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                c.close()
+                continue
+            u.settimeout(None)
+            with self._lock:
+                self._pairs.append((c, u))
+            threading.Thread(target=self._pump, args=(c, u), daemon=True).start()
+            threading.Thread(target=self._pump, args=(u, c), daemon=True).start()
+
+    @staticmethod
+    def _pump(src, dst):
+        try:
+            while True:
+                b = src.recv(65536)
+                if not b:
+                    break
+                dst.sendall(b)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def sever(self):
+        """Close every connection passing through the proxy."""
+        with self._lock:
+            pairs, self._pairs = self._pairs, []
+        for pair in pairs:
+            for s in pair:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+
+    def refuse(self, on):
+        """While on, accept and close new connections at once."""
+        with self._lock:
+            self._refusing = on
+
+    def close(self):
+        """Stop listening and cut every connection."""
+        with self._lock:
+            self._closed = True
+        self._ln.close()
+        self.sever()
+
+
+class ClientProcess:
+    """A Kazoo client in a process of its own (clientproc.py), so that a
+    test can freeze it with SIGSTOP or kill it with SIGKILL as a crashed
+    or stalled application would be. Its JSON-line reports are collected
+    in ``reports``."""
+
+    def __init__(self, python, script, args):
+        import json
+        self._json = json
+        self.reports = []
+        self._cond = threading.Condition()
+        self.proc = subprocess.Popen([python, "-u", script] + list(args),
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        with _live_lock:
+            _live.add(self)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            try:
+                rep = self._json.loads(line)
+            except ValueError:
+                continue
+            with self._cond:
+                self.reports.append(rep)
+                self._cond.notify_all()
+
+    def wait_report(self, pred, timeout=20.0, what="report"):
+        """Block until a report satisfying pred arrives; return it."""
+        with self._cond:
+            ok = self._cond.wait_for(lambda: any(pred(r) for r in self.reports), timeout)
+            if not ok:
+                raise AssertionError("client process: no %s in %.0fs; got %r"
+                                     % (what, timeout, self.reports))
+            return next(r for r in self.reports if pred(r))
+
+    def send(self, command):
+        """Send a command line to the process."""
+        self.proc.stdin.write((command + "\n").encode())
+        self.proc.stdin.flush()
+
+    def pause(self):
+        """SIGSTOP the client process."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self):
+        """SIGCONT the client process."""
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def kill(self):
+        """SIGKILL the client process and reap it."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        with _live_lock:
+            _live.discard(self)
+
+    def stop(self, grace=5.0):
+        """Ask the process to exit (stdin closed), SIGKILL after grace."""
+        if self.proc.poll() is None:
+            try:
+                os.kill(self.proc.pid, signal.SIGCONT)
+                self.proc.stdin.close()
+            except (OSError, ValueError):
+                pass
+            try:
+                self.proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()

@@ -86,13 +86,23 @@ class StateRecorder:
 
 
 class EventLog:
-    """Collects watch events or callback values from Kazoo's threads."""
+    """Collects watch events or callback values from Kazoo's threads.
+
+    Kazoo also hands its watchers connection-state events (type NONE, e.g.
+    state CONNECTING on a disconnect); those are kept apart in
+    state_events, so items holds only node events.
+    """
 
     def __init__(self):
         self.items = []
+        self.state_events = []
         self._cond = threading.Condition()
 
     def __call__(self, *args):
+        if len(args) == 1 and getattr(args[0], "type", None) == "NONE":
+            with self._cond:
+                self.state_events.append(args[0])
+            return
         with self._cond:
             self.items.append(args[0] if len(args) == 1 else args)
             self._cond.notify_all()
@@ -135,6 +145,7 @@ class KazooTestCase(unittest.TestCase):
     def setUp(self):
         self._clients = []
         self._own = []
+        self._procs = []
         self.root = "/kz%d" % next(_root_seq)
 
     def tearDown(self):
@@ -144,8 +155,21 @@ class KazooTestCase(unittest.TestCase):
                 c.close()
             except Exception:  # noqa: BLE001 -- a dead server is fine here
                 pass
+        for p in self._procs:
+            p.stop()
         for cl in self._own:
             cl.stop()
+
+    def client_process(self, hosts, timeout, *actions):
+        """A Kazoo client in its own process (clientproc.py) connected to
+        hosts with a session timeout in seconds, after doing actions
+        ("ephemeral:PATH", "lock:PATH:IDENT"); waits for its ready report
+        and returns the harness.ClientProcess, killed after the test."""
+        p = harness.ClientProcess(python(), os.path.join(HERE, "clientproc.py"),
+                                  [hosts, str(timeout)] + list(actions))
+        self._procs.append(p)
+        p.ready = p.wait_report(lambda r: r.get("ready"), timeout=30, what="ready")
+        return p
 
     def clusters(self):
         """Every cluster this test used (for log tails on failure)."""
