@@ -203,11 +203,11 @@ for key, by in bench.items():
 mem = {r["server"]: r for r in rows if r["workload"] == "znodes"}
 def m(s, k, scale=1.0):
     return mem[s][k] / scale if s in mem else None
-for label, k, scale in ((f"RSS idle MiB", "rss_before_kb", 1024.0),
+for label, k, scale in (("RSS before fill MiB", "rss_before_kb", 1024.0),
                         (f"RSS with {znodes:,} znodes MiB", "rss_after_kb", 1024.0),
-                        (f"RSS after restart MiB", "rss_restarted_kb", 1024.0),
+                        ("RSS after restart MiB", "rss_restarted_kb", 1024.0),
                         (f"restart with {znodes:,} znodes s", "restart_s", 1.0),
-                        (f"fill creates/s", "fill_per_sec", 1.0)):
+                        ("fill creates/s", "fill_per_sec", 1.0)):
     a, b = m("zkd", k, scale), m("zookeeper", k, scale)
     lines.append((label, fmt(a), fmt(b), ratio(a, b)))
 w = [max(len(l[i]) for l in lines) for i in range(4)]
