@@ -104,6 +104,9 @@ func (c *aclCache) release(en *aclEntry) {
 // scheme), digest ids must be "user:hash", ip ids an address with optional
 // /bits, and unknown schemes are invalid.
 func (t *Tree) fixupACL(acls []jute.ACL, auth []jute.Id) ([]jute.ACL, bool) {
+	if t.plainACL(acls) {
+		return acls, true
+	}
 	uniq := make([]jute.ACL, 0, len(acls))
 	for _, a := range acls {
 		dup := false
@@ -144,6 +147,28 @@ func (t *Tree) fixupACL(acls []jute.ACL, auth []jute.Id) ([]jute.ACL, bool) {
 		}
 	}
 	return rv, true
+}
+
+// plainACL reports whether acls is already valid and needs no rewriting (no
+// duplicates, no auth scheme), the common case that needs no allocation.
+func (t *Tree) plainACL(acls []jute.ACL) bool {
+	if len(acls) == 0 || len(acls) > 8 {
+		return false
+	}
+	for i, a := range acls {
+		if a.Id.Scheme == "auth" {
+			return false
+		}
+		if !(a.Id.Scheme == "world" && a.Id.Id == "anyone") && !t.validID(a.Id) {
+			return false
+		}
+		for _, b := range acls[:i] {
+			if a == b {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // authenticatedScheme reports whether ids of scheme count as authenticated

@@ -1,8 +1,8 @@
 package datatree
 
 import (
-	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/zkd/zkd/jute"
@@ -50,18 +50,13 @@ type writer struct {
 	undo     []func()
 	events   []pendingEvent
 	triggers []trigger
+	trigBuf  [3]trigger
 	// releases are ACL references dropped by deletes inside a multi; they
 	// are released only when the multi commits.
 	releases []*aclEntry
 }
 
 func (w *writer) deferRelease(en *aclEntry) { w.releases = append(w.releases, en) }
-
-func (w *writer) onUndo(f func()) {
-	if w.multi {
-		w.undo = append(w.undo, f)
-	}
-}
 
 // trigger is one watch trigger queued by a write; they run in order when
 // the write commits, so a failed multi consumes no one-shot watch.
@@ -103,9 +98,10 @@ func (w *writer) runTriggers() {
 }
 
 // begin takes the write lock; end notes the zxid, unlocks and delivers.
-func (t *Tree) begin(tx *Txn, multi bool) *writer {
+func (t *Tree) begin(w *writer, tx *Txn, multi bool) {
 	t.mu.Lock()
-	return &writer{t: t, tx: tx, multi: multi}
+	w.t, w.tx, w.multi = t, tx, multi
+	w.triggers = w.trigBuf[:0]
 }
 
 func (w *writer) end() {
@@ -120,7 +116,8 @@ func (w *writer) end() {
 // PrepRequestProcessor and DataTree do, returning the created path (with
 // the sequential suffix) and its Stat. On failure nothing changes.
 func (t *Tree) Create(tx *Txn, op CreateOp) (string, jute.Stat, error) {
-	w := t.begin(tx, false)
+	var w writer
+	t.begin(&w, tx, false)
 	defer w.end()
 	return w.create(op, op.Type)
 }
@@ -128,7 +125,8 @@ func (t *Tree) Create(tx *Txn, op CreateOp) (string, jute.Stat, error) {
 // Delete deletes path if version is -1 or matches, it has no children and
 // the caller has DELETE on the parent.
 func (t *Tree) Delete(tx *Txn, path string, version int32) error {
-	w := t.begin(tx, false)
+	var w writer
+	t.begin(&w, tx, false)
 	defer w.end()
 	return w.delete(path, version)
 }
@@ -136,7 +134,8 @@ func (t *Tree) Delete(tx *Txn, path string, version int32) error {
 // SetData replaces path's data if version is -1 or matches and the caller
 // has WRITE; it returns the new Stat.
 func (t *Tree) SetData(tx *Txn, path string, data []byte, version int32) (jute.Stat, error) {
-	w := t.begin(tx, false)
+	var w writer
+	t.begin(&w, tx, false)
 	defer w.end()
 	return w.setData(path, data, version)
 }
@@ -144,7 +143,8 @@ func (t *Tree) SetData(tx *Txn, path string, data []byte, version int32) (jute.S
 // SetACL replaces path's ACL if aversion is -1 or matches and the caller has
 // ADMIN; it returns the new Stat. It fires no watches.
 func (t *Tree) SetACL(tx *Txn, path string, acl []jute.ACL, aversion int32) (jute.Stat, error) {
-	w := t.begin(tx, false)
+	var w writer
+	t.begin(&w, tx, false)
 	defer w.end()
 	return w.setACL(path, acl, aversion)
 }
@@ -154,7 +154,8 @@ func (t *Tree) SetACL(tx *Txn, path string, acl []jute.ACL, aversion int32) (jut
 // every result has Type jute.OpError with Err nil before the failing op, its
 // error at it and ErrRuntimeInconsistency after it.
 func (t *Tree) Multi(tx *Txn, ops []Op) (results []OpResult, failed bool) {
-	w := t.begin(tx, true)
+	var w writer
+	t.begin(&w, tx, true)
 	defer w.end()
 	results = make([]OpResult, len(ops))
 	failedAt := -1
@@ -207,7 +208,8 @@ func (t *Tree) Multi(tx *Txn, ops []Op) (results []OpResult, failed bool) {
 // CloseSession deletes every ephemeral of session in path order, firing
 // watches, and forgets the session's ephemerals.
 func (t *Tree) CloseSession(tx *Txn, session int64) {
-	w := t.begin(tx, false)
+	var w writer
+	t.begin(&w, tx, false)
 	defer w.end()
 	set := t.ephemerals[session]
 	if len(set) == 0 {
@@ -236,7 +238,8 @@ func (t *Tree) CloseSession(tx *Txn, session int64) {
 // expired), changing nothing. No ACL is checked (ZooKeeper's
 // deleteContainer is server-internal).
 func (t *Tree) DeleteExpired(tx *Txn, path string) error {
-	w := t.begin(tx, false)
+	var w writer
+	t.begin(&w, tx, false)
 	defer w.end()
 	if _, _, ok := parentOf(path); !ok || strings.IndexByte(path, 0) >= 0 || isSpecialPath(path) {
 		return pathErr(ErrBadArguments, path)
@@ -291,6 +294,26 @@ func (t *Tree) ExpiryCandidates(now int64, max int) []string {
 		out = out[:max]
 	}
 	return out
+}
+
+// appendSequence appends v as Java's String.format("%010d", v) does:
+// zero-padded to ten characters, a minus sign counting as one.
+func appendSequence(path string, v int32) string {
+	b := make([]byte, 0, len(path)+11)
+	b = append(b, path...)
+	x := int64(v)
+	width := 10
+	if x < 0 {
+		b = append(b, '-')
+		x = -x
+		width = 9
+	}
+	var digits [11]byte
+	d := strconv.AppendInt(digits[:0], x, 10)
+	for i := len(d); i < width; i++ {
+		b = append(b, '0')
+	}
+	return string(append(b, d...))
 }
 
 func isTTLMode(mode int32) bool {
@@ -357,7 +380,7 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 		return "", jute.Stat{}, pathErr(ErrNoAuth, path)
 	}
 	if isSequentialMode(mode) {
-		path = path + fmt.Sprintf("%010d", parent.stat.cversion)
+		path = appendSequence(path, parent.stat.cversion)
 	}
 	if !ValidatePath(path) {
 		return "", jute.Stat{}, pathErr(ErrBadArguments, path)
@@ -402,11 +425,13 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 		parent.stat.pzxid = w.tx.Zxid
 	}
 	t.link(n, path)
-	w.onUndo(func() {
-		t.unlink(n, path)
-		t.acls.release(n.acl)
-		parent.stat.cversion, parent.stat.pzxid = oldCv, oldPz
-	})
+	if w.multi {
+		w.undo = append(w.undo, func() {
+			t.unlink(n, path)
+			t.acls.release(n.acl)
+			parent.stat.cversion, parent.stat.pzxid = oldCv, oldPz
+		})
+	}
 	st := t.clientStat(n)
 	w.fire(&t.dataW, path, jute.EventNodeCreated, n.acl.acls, false)
 	if parentPath == "" {
@@ -554,10 +579,12 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 	n.stat.mtime = w.tx.Time
 	n.stat.mzxid = w.tx.Zxid
 	t.dataSize += int64(len(nd) - len(oldData))
-	w.onUndo(func() {
-		t.dataSize -= int64(len(n.data) - len(oldData))
-		n.data, n.stat = oldData, oldStat
-	})
+	if w.multi {
+		w.undo = append(w.undo, func() {
+			t.dataSize -= int64(len(n.data) - len(oldData))
+			n.data, n.stat = oldData, oldStat
+		})
+	}
 	st := t.clientStat(n)
 	w.fire(&t.dataW, path, jute.EventNodeDataChanged, n.acl.acls, false)
 	return st, nil
