@@ -1,0 +1,159 @@
+"""Failover inside a recipe: the server a Kazoo Lock's holder and waiters
+are connected to is killed with SIGKILL and restarted on the same data
+and port. Sessions (10 s) outlive the outage, so the holder keeps the
+lock, the waiters keep their places, exclusion holds (the counter check
+of test_recipes.Exclusion) and the recipe carries on.
+
+With an ensemble (run --members 3) the member the holder is connected to
+is the one killed; today that is the only member.
+"""
+
+import threading
+import time
+
+from kazoo.exceptions import BadVersionError, ConnectionLoss, SessionExpiredError
+from kazoo.protocol.states import KazooState
+
+from kzsuite import KazooTestCase, StateRecorder, wait_for
+from test_recipes import run_threads
+
+
+def retrying(client, fn, *args, **kw):
+    """fn under the client's retry policy (ConnectionLoss is retried)."""
+    return client.retry(fn, *args, **kw)
+
+
+class CrashCounter:
+    """Mutual-exclusion proof that survives connection loss: a Python-side
+    holder slot, and a counter znode written with the version read. A
+    write that was applied just before the connection broke is recognised
+    on retry (BadVersion, but the node holds our value at our version)."""
+
+    def __init__(self, client, path):
+        self.path = path
+        self.mu = threading.Lock()
+        self.holder = None
+        self.overlaps = []
+        self.grants = []
+        client.create(path, b"0", makepath=True)
+
+    def critical(self, client, who):
+        with self.mu:
+            if self.holder is not None:
+                self.overlaps.append((self.holder, who))
+            self.holder = who
+            self.grants.append(who)
+        data, st = retrying(client, client.get, self.path)
+        want = str(int(data) + 1).encode()
+        while True:
+            try:
+                client.set(self.path, want, version=st.version)
+                break
+            except ConnectionLoss:
+                wait_for(lambda: client.connected, timeout=30, msg="reconnect")
+            except BadVersionError:
+                now, nst = retrying(client, client.get, self.path)
+                if now == want and nst.version == st.version + 1:
+                    break  # our write landed before the connection broke
+                with self.mu:
+                    self.overlaps.append(("badversion", who))
+                break
+        with self.mu:
+            self.holder = None
+
+
+class FailoverTest(KazooTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = None
+
+    def test_lock_held_across_kill9(self):
+        cl = self.own_cluster()
+        a, b = self.client(cl), self.client(cl)
+        rec_a, rec_b = StateRecorder(), StateRecorder()
+        a.add_listener(rec_a)
+        b.add_listener(rec_b)
+        sid_a, sid_b = a.client_id[0], b.client_id[0]
+        counter = CrashCounter(a, self.p("counter"))
+        la = a.Lock(self.p("lock"), "a")
+        lb = b.Lock(self.p("lock"), "b")
+        self.assertTrue(la.acquire(timeout=5))
+        got = []
+        t = threading.Thread(target=lambda: got.append(lb.acquire(timeout=60)), daemon=True)
+        t.start()
+        wait_for(lambda: la.contenders() == ["a", "b"], msg="b queued")
+
+        member = cl.member_for(a)
+        member.kill()
+        rec_a.wait_for(KazooState.SUSPENDED)
+        member.start()
+        rec_a.wait_for(KazooState.CONNECTED)
+        rec_b.wait_for(KazooState.CONNECTED)
+        self.assertEqual((a.client_id[0], b.client_id[0]), (sid_a, sid_b))
+
+        # a still holds; b still waits in second place.
+        self.assertEqual(retrying(a, la.contenders), ["a", "b"])
+        time.sleep(0.3)
+        self.assertEqual(got, [])
+        self.assertTrue(la.is_acquired)
+        counter.critical(a, "a")
+        la.release()
+        t.join(30)
+        self.assertEqual(got, [True])
+        counter.critical(b, "b")
+        lb.release()
+        self.assertEqual(counter.overlaps, [])
+        self.assertEqual(counter.grants, ["a", "b"])
+        self.assertEqual(a.get(self.p("counter"))[0], b"2")
+        self.assertNotIn(KazooState.LOST, rec_a.states + rec_b.states)
+
+    def test_lock_contention_through_kill9(self):
+        cl = self.own_cluster()
+        setup = self.client(cl)
+        counter = CrashCounter(setup, self.p("counter"))
+        n, rounds = 4, 6
+        clients = [self.client(cl) for _ in range(n)]
+        recs = [StateRecorder() for _ in range(n)]
+        for c, r in zip(clients, recs):
+            c.add_listener(r)
+        sids = [c.client_id[0] for c in clients]
+        crashed = threading.Event()
+
+        def worker(i):
+            c = clients[i]
+            for _ in range(rounds):
+                lock = c.Lock(self.p("lock"), "w%d" % i)
+                lock.acquire(timeout=60)
+                try:
+                    counter.critical(c, i)
+                    if not crashed.is_set():
+                        time.sleep(0.01)
+                finally:
+                    while True:
+                        try:
+                            lock.release()
+                            break
+                        except (ConnectionLoss, SessionExpiredError):
+                            time.sleep(0.05)
+
+        done = []
+        th = threading.Thread(target=lambda: done.append(run_threads(
+            [lambda i=i: worker(i) for i in range(n)], timeout=120)), daemon=True)
+        th.start()
+        wait_for(lambda: len(counter.grants) >= n * rounds // 3, timeout=30, msg="some grants")
+        member = cl.member_for(clients[0])
+        member.kill()
+        time.sleep(0.3)
+        member.start()
+        crashed.set()
+        th.join(120)
+        self.assertFalse(th.is_alive(), "workers did not finish")
+        self.assertEqual(done, [None])
+        self.assertEqual(counter.overlaps, [])
+        self.assertEqual(len(counter.grants), n * rounds)
+        self.assertEqual(int(setup.get(self.p("counter"))[0]), n * rounds)
+        self.assertEqual([c.client_id[0] for c in clients], sids)
+        for r in recs:
+            self.assertNotIn(KazooState.LOST, r.states)
+        self.assertEqual(setup.get_children(self.p("lock")), [])
