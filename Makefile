@@ -29,8 +29,16 @@ deps:
 vet:
 	$(GO) vet ./...
 
-## test: THE test command — deps, go vet, go test -race, compat suites
-test: deps vet test-go test-compat
+## test: THE test command — deps, then go vet, go test -race and the compat
+## suites; every stage runs even if an earlier one failed, and any failure
+## fails the whole.
+test: deps
+	@status=0; \
+	$(MAKE) --no-print-directory vet || status=1; \
+	$(MAKE) --no-print-directory test-go || status=1; \
+	$(MAKE) --no-print-directory test-compat || status=1; \
+	if [ $$status -ne 0 ]; then echo "make test: FAILED (see above)"; fi; \
+	exit $$status
 
 # zkd is built once here for every test package that starts it (zkproc
 # reads ZKD_BIN); if it does not build, the tests that need it report why.
