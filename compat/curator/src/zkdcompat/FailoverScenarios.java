@@ -1,3 +1,174 @@
 package zkdcompat;
+
+import static zkdcompat.LockScenarios.bytes;
+import static zkdcompat.LockScenarios.str;
+
+import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
-final class FailoverScenarios { static void register(List<Main.Scenario> s) {} }
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.leader.LeaderLatch;
+import org.apache.curator.framework.recipes.locks.InterProcessMutex;
+import org.apache.curator.framework.state.ConnectionState;
+
+/**
+ * FailoverScenarios kill -9 the server a recipe's client is connected to in the middle of the
+ * recipe, restart it on the same data directory and port, and check that the recipe carried on
+ * with its guarantees intact. Each scenario runs on a private cluster.
+ */
+final class FailoverScenarios {
+    private FailoverScenarios() {}
+
+    /** Session timeout of the clients under test: long enough to outlive a restart. */
+    static final int SESSION_MS = 10_000;
+
+    static void register(List<Main.Scenario> s) {
+        s.add(new Main.Scenario("failover_mutex_kill9_restart", 120_000, FailoverScenarios::mutex));
+        s.add(new Main.Scenario("failover_leader_latch_kill9_restart", 120_000, FailoverScenarios::leaderLatch));
+    }
+
+    /**
+     * crashAndRestart kills the member client is connected to with SIGKILL, waits a moment, starts
+     * it again on the same zoo.cfg and waits until it serves; it returns the restarted member.
+     */
+    static ServerProc crashAndRestart(Cluster cl, CuratorFramework client) throws Exception {
+        ServerProc m = cl.memberOf(client.getZookeeperClient().getZooKeeper());
+        Check.that(m != null, "cannot tell which member the client uses: %s", client.getZookeeperClient().getZooKeeper());
+        m.kill9();
+        Check.that(!m.alive(), "member %s survived kill -9", m.addr());
+        Thread.sleep(500);
+        m.start();
+        return m;
+    }
+
+    /**
+     * A holds a mutex and B waits on it when the server dies; after the restart A still holds it
+     * (same session, same lock node), B has not got it, and B gets it only once A releases.
+     */
+    static void mutex(Ctx c) throws Exception {
+        Cluster cl = c.newCluster("crash", Main.members(), new ServerProc.Options());
+        String lock = c.path("lock");
+        String data = c.path("data");
+        CuratorFramework a = c.curator(cl.connectString(), SESSION_MS);
+        CuratorFramework b = c.curator(cl.connectString(), SESSION_MS);
+        List<ConnectionState> aStates = Collections.synchronizedList(new ArrayList<>());
+        a.getConnectionStateListenable().addListener((x, st) -> aStates.add(st));
+        a.create().creatingParentsIfNeeded().forPath(data, bytes("before"));
+        long aSession = a.getZookeeperClient().getZooKeeper().getSessionId();
+
+        InterProcessMutex ma = new InterProcessMutex(a, lock);
+        ma.acquire();
+        AtomicBoolean aHolds = new AtomicBoolean(true);
+        AtomicInteger overlaps = new AtomicInteger();
+        long[] gotAt = {0};
+        InterProcessMutex mb = new InterProcessMutex(b, lock);
+        Future<Void> waiter = c.go(() -> {
+            Check.that(mb.acquire(60, TimeUnit.SECONDS), "waiter never got the lock");
+            gotAt[0] = System.nanoTime();
+            if (aHolds.get()) {
+                overlaps.incrementAndGet();
+            }
+            try {
+                Check.eq(1, b.getChildren().forPath(lock).size(), "lock nodes while the waiter holds");
+            } finally {
+                mb.release();
+            }
+        });
+        Check.waitFor(10_000, "waiter to enqueue", () -> {
+            try {
+                return a.getChildren().forPath(lock).size() == 2;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        List<String> before = new ArrayList<>(a.getChildren().forPath(lock));
+        Collections.sort(before);
+
+        crashAndRestart(cl, a);
+        Check.that(a.blockUntilConnected(20, TimeUnit.SECONDS), "holder did not reconnect");
+        Check.that(b.blockUntilConnected(20, TimeUnit.SECONDS), "waiter did not reconnect");
+        Check.eq(aSession, a.getZookeeperClient().getZooKeeper().getSessionId(), "holder's session after the restart");
+        Check.that(!aStates.contains(ConnectionState.LOST), "holder's client saw LOST: %s", aStates);
+        List<String> after = new ArrayList<>(a.getChildren().forPath(lock));
+        Collections.sort(after);
+        Check.eq(before, after, "lock nodes after the restart");
+        Check.eq("before", str(a.getData().forPath(data)), "data written before the crash");
+        // The holder keeps working under the lock; the waiter must still wait.
+        a.setData().forPath(data, bytes("after"));
+        Thread.sleep(1500);
+        Check.eq(0L, gotAt[0], "time the waiter got the lock while the holder still held it");
+        Check.that(ma.isAcquiredInThisProcess(), "holder lost the lock");
+        aHolds.set(false);
+        ma.release();
+        waiter.get(30, TimeUnit.SECONDS);
+        Check.eq(0, overlaps.get(), "grants while the holder held the lock");
+        Check.eq("after", str(b.getData().forPath(data)), "data written after the restart");
+        // Curator made the lock path a container: once empty, the restarted server sweeps it.
+        Check.waitFor(10_000, "emptied lock container to be swept after the restart",
+                () -> !RecipeScenarios.exists(a, lock));
+    }
+
+    /**
+     * Two latches; the server dies under the leader's connection and comes back. Leadership never
+     * splits, one latch leads again afterwards, both remain participants, and leadership still
+     * moves when the leader closes.
+     */
+    static void leaderLatch(Ctx c) throws Exception {
+        Cluster cl = c.newCluster("crash", Main.members(), new ServerProc.Options());
+        String path = c.path("latch");
+        List<CuratorFramework> cs = new ArrayList<>();
+        List<LeaderLatch> ls = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            CuratorFramework cf = c.curator(cl.connectString(), SESSION_MS);
+            LeaderLatch l = new LeaderLatch(cf, path, "p" + i);
+            l.start();
+            cs.add(cf);
+            ls.add(l);
+        }
+        Check.waitFor(10_000, "a leader", () -> RecipeScenarios.leaders(ls).size() == 1);
+        AtomicInteger split = new AtomicInteger();
+        AtomicBoolean sampling = new AtomicBoolean(true);
+        Future<Void> sampler = c.go(() -> {
+            while (sampling.get()) {
+                if (RecipeScenarios.leaders(ls).size() > 1) {
+                    split.incrementAndGet();
+                }
+                Thread.sleep(2);
+            }
+        });
+        LeaderLatch first = RecipeScenarios.leaders(ls).get(0);
+        crashAndRestart(cl, cs.get(ls.indexOf(first)));
+        for (CuratorFramework cf : cs) {
+            Check.that(cf.blockUntilConnected(20, TimeUnit.SECONDS), "latch client did not reconnect");
+        }
+        Check.waitFor(20_000, "one leader after the restart", () -> RecipeScenarios.leaders(ls).size() == 1);
+        Check.waitFor(10_000, "both latches to be participants again", () -> {
+            try {
+                for (LeaderLatch l : ls) {
+                    if (l.getParticipants().size() != 2) {
+                        return false;
+                    }
+                }
+                return true;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        Thread.sleep(500);
+        LeaderLatch now = RecipeScenarios.leaders(ls).get(0);
+        for (LeaderLatch l : ls) {
+            Check.eq(now.getId(), l.getLeader().getId(), "leader as " + l.getId() + " sees it");
+        }
+        now.close();
+        LeaderLatch other = ls.get(1 - ls.indexOf(now));
+        Check.that(other.await(10, TimeUnit.SECONDS), "leadership did not move after the restart");
+        sampling.set(false);
+        sampler.get(5, TimeUnit.SECONDS);
+        Check.eq(0, split.get(), "samples with two leaders");
+        other.close();
+    }
+}
