@@ -304,22 +304,25 @@ func (c *conn) handshake() bool {
 			return false
 		}
 		id = res.SessionID
-	} else if _, live := c.s.b.SessionTimeout(id); !live || !session.CheckPassword(id, req.Passwd) || !c.s.b.Touch(id) {
-		resp.Passwd = make([]byte, 16)
-		c.writeDirect(encodeFrame(&resp))
-		c.logger().Info("session reattach refused: unknown or expired session, or wrong password",
-			zap.String("requested", hexID(id)), zap.Bool("live", live))
-		return false
+	} else {
+		// As ZooKeeper does, any attempt to resume a session first closes
+		// the session's current connection, before the password is checked.
+		c.s.closeSessionConn(id, c)
+		_, live := c.s.b.SessionTimeout(id)
+		if !live || !session.CheckPassword(id, req.Passwd) || !c.s.b.Touch(id) {
+			resp.Passwd = make([]byte, 16)
+			c.writeDirect(encodeFrame(&resp))
+			c.logger().Info("session reattach refused: unknown or expired session, or wrong password",
+				zap.String("requested", hexID(id)), zap.Bool("live", live))
+			return false
+		}
 	}
 	resp.TimeOut = timeout
 	resp.SessionId = id
 	resp.Passwd = session.Password(id)
 	c.sessionID.Store(id)
 	c.timeout.Store(timeout)
-	if old := c.s.registerSession(id, c); old != nil {
-		c.logger().Info("session moved to a new connection, closing the old one", zap.String("old", old.remote))
-		old.close("session moved to a new connection")
-	}
+	c.s.registerSession(id, c)
 	if err := c.writeDirect(encodeFrame(&resp)); err != nil {
 		c.logger().Debug("write of connect response failed", zap.Error(err))
 		return false

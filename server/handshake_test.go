@@ -83,9 +83,15 @@ func TestReattach(t *testing.T) {
 			t.Fatalf("response %+v", resp)
 		}
 		c.expectClosed()
-		// The legitimate connection is untouched.
-		if h := first.call(1, jute.OpPing, nil, nil); h.Err != 0 {
-			t.Fatalf("first connection ping: %+v", h)
+		// As in ZooKeeper, the attempt closed the session's connection,
+		// but the session lives on.
+		first.expectClosed()
+		if _, ok := ts.b.SessionTimeout(id); !ok {
+			t.Fatal("session gone after a wrong-password attempt")
+		}
+		first = dialRaw(t, ts.addr)
+		if resp, _ := first.connect(jute.ConnectRequest{TimeOut: 30000, SessionId: id, Passwd: pw}); resp.SessionId != id {
+			t.Fatalf("reattach after a wrong-password attempt: %+v", resp)
 		}
 	})
 	t.Run("unknown session", func(t *testing.T) {

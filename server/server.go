@@ -186,17 +186,34 @@ func (s *Server) removeConn(c *conn) {
 	}
 }
 
-// registerSession makes c the connection of session id and returns the
+// registerSession makes c the connection of session id, closing the
 // connection it replaces, if any.
-func (s *Server) registerSession(id int64, c *conn) (old *conn) {
+func (s *Server) registerSession(id int64, c *conn) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	old = s.mu.sessions[id]
-	if old == c {
-		old = nil
-	}
+	old := s.mu.sessions[id]
 	s.mu.sessions[id] = c
-	return old
+	s.mu.Unlock()
+	if old != nil && old != c {
+		s.log.Info("session moved to a new connection, closing the old one", zap.String("session", hexID(id)),
+			zap.String("remote", c.remote), zap.String("old", old.remote))
+		old.close("session moved to a new connection")
+	}
+}
+
+// closeSessionConn closes the connection that holds session id, if any, for
+// a new connection (by) that asks to resume the session.
+func (s *Server) closeSessionConn(id int64, by *conn) {
+	s.mu.Lock()
+	old := s.mu.sessions[id]
+	if old != nil {
+		delete(s.mu.sessions, id)
+	}
+	s.mu.Unlock()
+	if old != nil && old != by {
+		s.log.Info("client resumes the session elsewhere, closing its connection", zap.String("session", hexID(id)),
+			zap.String("remote", old.remote), zap.String("by", by.remote))
+		old.close("session resumed on another connection")
+	}
 }
 
 // goAttach runs f in a goroutine counted by the server's WaitGroup. It
