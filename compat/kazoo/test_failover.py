@@ -128,7 +128,7 @@ class FailoverTest(KazooTestCase):
                 try:
                     counter.critical(c, i)
                     if not crashed.is_set():
-                        time.sleep(0.01)
+                        time.sleep(0.05)  # keep the lock busy until the crash
                 finally:
                     while True:
                         try:
@@ -144,6 +144,7 @@ class FailoverTest(KazooTestCase):
         wait_for(lambda: len(counter.grants) >= n * rounds // 3, timeout=30, msg="some grants")
         member = cl.member_for(clients[0])
         member.kill()
+        at_crash = len(counter.grants)
         time.sleep(0.3)
         member.start()
         crashed.set()
@@ -152,6 +153,7 @@ class FailoverTest(KazooTestCase):
         self.assertEqual(done, [None])
         self.assertEqual(counter.overlaps, [])
         self.assertEqual(len(counter.grants), n * rounds)
+        self.assertLess(at_crash, n * rounds - n, "the crash came after the contention")
         self.assertEqual(int(setup.get(self.p("counter"))[0]), n * rounds)
         self.assertEqual([c.client_id[0] for c in clients], sids)
         for r in recs:
