@@ -174,3 +174,25 @@ func TestMultiEmpty(t *testing.T) {
 type bytesBuffer struct{ b []byte }
 
 func (w *bytesBuffer) Write(p []byte) (int, error) { w.b = append(w.b, p...); return len(p), nil }
+
+// Checked against ZooKeeper 3.8.0: deletes do not advance the persisted
+// cversion, so a sequential create after create+delete in one multi is
+// numbered by creates only.
+func TestMultiSequentialAfterDelete(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.create("/s", jute.ModePersistent)
+	res, failed := h.tree.Multi(h.tx(1), []Op{
+		{Type: jute.OpCreate, Create: CreateOp{Path: "/s/a", ACL: OpenACLUnsafe}},
+		{Type: jute.OpDelete, Path: "/s/a", Version: -1},
+		{Type: jute.OpCreate, Create: CreateOp{Path: "/s/q-", ACL: OpenACLUnsafe, Mode: jute.ModePersistentSequential}},
+	})
+	if failed || res[2].Path != "/s/q-0000000001" {
+		t.Fatalf("%v %+v", failed, res)
+	}
+	if st := h.stat("/s"); st.Cversion != 3 || st.NumChildren != 1 {
+		t.Fatalf("stat %+v", st)
+	}
+	if n, _ := h.tree.GetAllChildrenNumber("/", nil); n != 5 {
+		t.Fatalf("GetAllChildrenNumber(/) = %d", n)
+	}
+}

@@ -346,3 +346,22 @@ func TestSetWatches(t *testing.T) {
 	}
 	h.check()
 }
+
+// Checked against ZooKeeper 3.8.0: addWatch registers in both tables, so a
+// recursive watch answers checkWatches for children, and removing the
+// children part leaves the data part firing.
+func TestRecursiveWatchBothTables(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	tr := h.tree
+	h.create("/r", jute.ModePersistent)
+	w := &recorder{}
+	tr.AddWatch("/r", w, jute.AddWatchModePersistentRecursive)
+	wantErr(t, "check children", tr.CheckWatches("/r", w, jute.WatcherTypeChildren), nil)
+	wantErr(t, "remove children", tr.RemoveWatches("/r", w, jute.WatcherTypeChildren), nil)
+	wantErr(t, "check data", tr.CheckWatches("/r", w, jute.WatcherTypeData), nil)
+	h.create("/r/z", jute.ModePersistent)
+	if got := w.take(); !slices.Equal(got, []string{"created:/r/z"}) {
+		t.Fatalf("events %v", got)
+	}
+	h.check()
+}
