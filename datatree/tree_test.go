@@ -324,3 +324,25 @@ func TestEphemerals(t *testing.T) {
 	}
 	h.check()
 }
+
+func TestSetConfigData(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	w := &recorder{}
+	h.tree.GetData(ConfigPath, nil, w)
+	_, err := h.tree.SetConfigData(h.tx(1), []byte("server.1=a:1:2"), true)
+	wantErr(t, "reconfig without super", err, ErrNoAuth)
+	_, err = h.tree.SetData(h.tx(1), ConfigPath, []byte("x"), -1)
+	wantErr(t, "plain setData", err, ErrNoAuth)
+	tx := h.tx(1, SuperID)
+	st, err := h.tree.SetConfigData(tx, []byte("server.1=a:1:2"), true)
+	if err != nil || st.Version != -1 || st.Mzxid != tx.Zxid || st.DataLength != 14 {
+		t.Fatalf("%+v %v", st, err)
+	}
+	if got := w.take(); !slices.Equal(got, []string{"changed:" + ConfigPath}) {
+		t.Fatalf("events %v", got)
+	}
+	if _, err := h.tree.SetConfigData(h.tx(0), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	h.check()
+}

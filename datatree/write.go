@@ -633,3 +633,36 @@ func (w *writer) check(path string, version int32) error {
 	}
 	return nil
 }
+
+// ConfigPath is the node holding the ensemble's dynamic configuration.
+const ConfigPath = "/zookeeper/config"
+
+// SetConfigData replaces the data of /zookeeper/config as ZooKeeper's
+// reconfig does (a SetDataTxn with version -1): the node's version becomes
+// -1, mzxid and mtime come from tx, and NodeDataChanged fires. With
+// checkAuth, tx.Auth needs WRITE on the node (its default ACL is world READ,
+// so only a super user may reconfig); without it nothing is checked, for
+// the server's own initialisation of the node.
+func (t *Tree) SetConfigData(tx *Txn, data []byte, checkAuth bool) (jute.Stat, error) {
+	var w writer
+	t.begin(&w, tx, false)
+	defer w.end()
+	n := t.lookup(ConfigPath)
+	if n == nil {
+		return jute.Stat{}, pathErr(ErrNoNode, ConfigPath)
+	}
+	if checkAuth && !checkACL(n.acl.acls, jute.PermWrite, tx.Auth) {
+		return jute.Stat{}, pathErr(ErrNoAuth, ConfigPath)
+	}
+	var nd []byte
+	if data != nil {
+		nd = append(make([]byte, 0, len(data)), data...)
+	}
+	t.dataSize += int64(len(nd) - len(n.data))
+	n.data = nd
+	n.stat.version = -1
+	n.stat.mtime = tx.Time
+	n.stat.mzxid = tx.Zxid
+	w.fire(&t.dataW, ConfigPath, jute.EventNodeDataChanged, n.acl.acls, false)
+	return t.clientStat(n), nil
+}
