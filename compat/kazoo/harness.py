@@ -2,7 +2,8 @@
 
 It starts real servers -- zkd, or Debian's ZooKeeper 3.8 for comparison --
 on free loopback ports, each in its own directory with its own zoo.cfg,
-waits until they answer ``ruok`` with ``imok``, and stops them by PID
+waits until they answer ``ruok`` with ``imok`` (and ``srvr`` shows them
+serving), and stops them by PID
 (SIGTERM, then SIGKILL) at the end, also when a test fails or the runner is
 interrupted. A server can be restarted on the same directory and port,
 killed with SIGKILL as a crash would, and paused with SIGSTOP.
@@ -184,8 +185,9 @@ class Server:
             self.wait_ready()
 
     def wait_ready(self, timeout=None):
-        """Poll ruok until imok; raise HarnessError if the process exits or
-        the timeout (default start_timeout) passes."""
+        """Poll ruok until imok (and srvr until the server serves); raise
+        HarnessError if the process exits or the timeout (default
+        start_timeout) passes."""
         deadline = time.monotonic() + (timeout or self.start_timeout)
         last = None
         while time.monotonic() < deadline:
@@ -196,8 +198,14 @@ class Server:
             try:
                 answer = four_letter(self.host, self.port, "ruok", timeout=1.0)
                 if answer == "imok":
-                    return
-                last = "ruok answered %r" % answer
+                    # ZooKeeper says imok before it serves clients; srvr
+                    # tells the two apart.
+                    answer = four_letter(self.host, self.port, "srvr", timeout=1.0)
+                    if "not currently serving" not in answer:
+                        return
+                    last = "srvr answered %r" % answer.strip()
+                else:
+                    last = "ruok answered %r" % answer
             except OSError as e:
                 last = e
             time.sleep(0.05)
