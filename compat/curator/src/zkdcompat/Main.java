@@ -75,6 +75,7 @@ public final class Main {
         LockScenarios.register(s);
         RecipeScenarios.register(s);
         ZkClientScenarios.register(s);
+        WatchScenarios.register(s);
         FailoverScenarios.register(s);
         return s;
     }

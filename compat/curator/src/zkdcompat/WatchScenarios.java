@@ -1,0 +1,151 @@
+package zkdcompat;
+
+import static zkdcompat.LockScenarios.bytes;
+import static zkdcompat.LockScenarios.str;
+import static zkdcompat.ZkClientScenarios.create;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.framework.CuratorFramework;
+import org.apache.curator.framework.recipes.cache.CuratorCache;
+import org.apache.curator.framework.recipes.cache.CuratorCacheListener;
+import org.apache.zookeeper.AddWatchMode;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
+
+/**
+ * WatchScenarios checks that watches survive a lost connection: the client re-sends them
+ * (setWatches/setWatches2) and the server fires what it missed or re-arms the rest.
+ */
+final class WatchScenarios {
+    private WatchScenarios() {}
+
+    static void register(List<Main.Scenario> s) {
+        s.add(new Main.Scenario("zk_watches_across_reconnect", 60_000, WatchScenarios::acrossReconnect));
+        s.add(new Main.Scenario("failover_curator_cache_kill9_restart", 120_000, WatchScenarios::cacheFailover));
+    }
+
+    static List<String> sortedCopy(List<String> l) {
+        List<String> out;
+        synchronized (l) {
+            out = new ArrayList<>(l);
+        }
+        Collections.sort(out);
+        return out;
+    }
+
+    /**
+     * While a client is cut off, another changes every watched node; on reconnect (same session)
+     * the one-shot watches fire for what changed (data change, creation, deletion, children) and the
+     * rest stay armed; persistent watches are re-armed without replaying missed changes.
+     */
+    static void acrossReconnect(Ctx c) throws Exception {
+        String b = c.path("");
+        ZooKeeper other = c.zk();
+        create(other, b, null, CreateMode.PERSISTENT);
+        for (String p : List.of("/a", "/c", "/d", "/same", "/p", "/r")) {
+            create(other, b + p, "0", CreateMode.PERSISTENT);
+        }
+        Proxy proxy = c.proxy(c.cluster.members.get(0));
+        List<String> states = Collections.synchronizedList(new ArrayList<>());
+        ZooKeeper z = c.zk(proxy.addr(), Ctx.SESSION_MS, e -> {
+            if (e.getType() == Watcher.Event.EventType.None) {
+                states.add(e.getState().toString());
+            }
+        });
+        long sid = z.getSessionId();
+        ZkClientScenarios.Recorder once = new ZkClientScenarios.Recorder();
+        ZkClientScenarios.Recorder pers = new ZkClientScenarios.Recorder();
+        ZkClientScenarios.Recorder rec = new ZkClientScenarios.Recorder();
+        z.getData(b + "/a", once, null);
+        Check.that(z.exists(b + "/b", once) == null, "/b exists already");
+        z.getChildren(b + "/c", once);
+        z.exists(b + "/d", once);
+        z.getData(b + "/same", once, null);
+        z.addWatch(b + "/p", pers, AddWatchMode.PERSISTENT);
+        z.addWatch(b + "/r", rec, AddWatchMode.PERSISTENT_RECURSIVE);
+
+        proxy.setBlackhole(true);
+        proxy.dropAll();
+        Check.waitFor(10_000, "client to see Disconnected", () -> states.contains("Disconnected"));
+        other.setData(b + "/a", bytes("1"), -1);
+        create(other, b + "/b", null, CreateMode.PERSISTENT);
+        create(other, b + "/c/x", null, CreateMode.PERSISTENT);
+        other.delete(b + "/d", -1);
+        other.setData(b + "/p", bytes("1"), -1);
+        create(other, b + "/r/k", null, CreateMode.PERSISTENT);
+        Thread.sleep(200);
+        Check.eq(List.of(), sortedCopy(once.events), "events while cut off");
+        proxy.setBlackhole(false);
+        Check.waitFor(15_000, "client to reconnect", () -> states.lastIndexOf("SyncConnected") > states.indexOf("Disconnected"));
+        Check.eq(sid, z.getSessionId(), "session after reconnect");
+
+        List<String> want = new ArrayList<>(List.of(
+                "NodeDataChanged " + b + "/a",
+                "NodeCreated " + b + "/b",
+                "NodeChildrenChanged " + b + "/c",
+                "NodeDeleted " + b + "/d"));
+        Collections.sort(want);
+        once.await(want.size());
+        Check.eq(want, sortedCopy(once.events), "one-shot watch events delivered on reconnect");
+        Check.eq(List.of(), sortedCopy(pers.events), "persistent watch events for changes missed while cut off");
+        Check.eq(List.of(), sortedCopy(rec.events), "recursive watch events for changes missed while cut off");
+
+        // The untouched watch is still armed; fired ones are gone; persistent ones are back.
+        other.setData(b + "/same", bytes("1"), -1);
+        other.setData(b + "/a", bytes("2"), -1);
+        other.setData(b + "/p", bytes("2"), -1);
+        create(other, b + "/r/k2", null, CreateMode.PERSISTENT);
+        want.add("NodeDataChanged " + b + "/same");
+        Collections.sort(want);
+        once.await(want.size());
+        Check.eq(want, sortedCopy(once.events), "one-shot events after reconnect");
+        Check.eq(List.of("NodeDataChanged " + b + "/p"), pers.await(1), "persistent watch after reconnect");
+        Check.eq(List.of("NodeCreated " + b + "/r/k2"), rec.await(1), "recursive watch after reconnect");
+    }
+
+    /**
+     * A CuratorCache (a persistent recursive watch underneath) keeps following changes after the
+     * server is killed with SIGKILL and restarted: the client re-registers the watch on the new process.
+     */
+    static void cacheFailover(Ctx c) throws Exception {
+        Cluster cl = c.newCluster("crash", Main.members(), new ServerProc.Options());
+        String base = c.path("tree");
+        CuratorFramework w = c.curator(cl.connectString(), FailoverScenarios.SESSION_MS);
+        CuratorFramework r = c.curator(cl.connectString(), FailoverScenarios.SESSION_MS);
+        w.create().creatingParentsIfNeeded().forPath(base + "/a", bytes("1"));
+        List<String> events = Collections.synchronizedList(new ArrayList<>());
+        CountDownLatch init = new CountDownLatch(1);
+        CuratorCache cache = CuratorCache.build(r, base);
+        cache.listenable().addListener(CuratorCacheListener.builder()
+                .forCreates(n -> events.add("create " + n.getPath()))
+                .forChanges((o, n) -> events.add("change " + n.getPath() + " " + str(n.getData())))
+                .forDeletes(o -> events.add("delete " + o.getPath()))
+                .forInitialized(init::countDown)
+                .build());
+        cache.start();
+        try {
+            Check.that(init.await(10, TimeUnit.SECONDS), "cache never initialized");
+            w.setData().forPath(base + "/a", bytes("2"));
+            Check.waitFor(5_000, "change before the crash", () -> events.contains("change " + base + "/a 2"));
+            FailoverScenarios.crashAndRestart(cl, r);
+            Check.that(r.blockUntilConnected(20, TimeUnit.SECONDS), "cache client did not reconnect");
+            Check.that(w.blockUntilConnected(20, TimeUnit.SECONDS), "writer did not reconnect");
+            w.create().forPath(base + "/b", bytes("x"));
+            w.setData().forPath(base + "/a", bytes("3"));
+            w.delete().forPath(base + "/b");
+            Check.waitFor(10_000, "cache events after the restart, have " + events, () ->
+                    events.contains("create " + base + "/b")
+                            && events.contains("change " + base + "/a 3")
+                            && events.contains("delete " + base + "/b"));
+            Check.eq("3", str(cache.get(base + "/a").get().getData()), "cached /a after the restart");
+            Check.that(cache.get(base + "/b").isEmpty(), "cache still has the deleted /b");
+        } finally {
+            cache.close();
+        }
+    }
+}
