@@ -1,0 +1,113 @@
+// Command zkcli is a ZooKeeper shell compatible with zkCli.sh 3.8: the same
+// commands, flags, output and error texts, against zkd or any ZooKeeper
+// server.
+//
+//	zkcli [-server host:port[,host:port...]] [-timeout ms] [cmd args...]
+//
+// With a command it runs that one command and exits with its status (0 on
+// success, 1 on failure, 127 for an unknown command). Otherwise it reads
+// commands from the terminal with line editing and history, or, when stdin
+// is not a terminal, from stdin as a script; the exit status is then that of
+// the last command.
+//
+// The session is go-zk's (github.com/go-zookeeper/zk); requests are sent
+// as raw Jute frames on go-zk's connection so that every opcode is
+// available, including those go-zk lacks (addWatch, removeWatches,
+// getEphemerals, getAllChildrenNumber, whoAmI).
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"time"
+)
+
+// version is printed by the version command.
+const version = "zkd zkcli, compatible with ZooKeeper 3.8"
+
+// options are the command-line flags, parsed as zkCli parses them.
+type options struct {
+	server  string
+	timeout time.Duration
+	cmd     []string // the one-shot command and its arguments, if any
+}
+
+// parseArgs reads zkCli's flags: -server, -timeout (ms) and -r (read-only,
+// accepted and ignored: go-zk cannot ask for read-only sessions). The first
+// argument not starting with "-" begins the one-shot command.
+func parseArgs(args []string) (*options, error) {
+	o := &options{server: "localhost:2181", timeout: 30 * time.Second}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch a {
+		case "-server", "-timeout":
+			if i+1 >= len(args) {
+				return nil, fmt.Errorf("Error: no argument found for option %s", a)
+			}
+			i++
+			if a == "-server" {
+				o.server = args[i]
+				continue
+			}
+			ms, err := strconv.Atoi(args[i])
+			if err != nil || ms <= 0 {
+				return nil, fmt.Errorf("Error: invalid timeout %q", args[i])
+			}
+			o.timeout = time.Duration(ms) * time.Millisecond
+			continue
+		case "-r":
+			continue
+		}
+		if len(a) > 0 && a[0] != '-' {
+			o.cmd = args[i:]
+			break
+		}
+	}
+	return o, nil
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the whole program, with its streams passed in; it returns the exit
+// status.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	o, err := parseArgs(args)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailed
+	}
+	sh := NewShell(stdout, stderr, o.timeout)
+	fmt.Fprintln(sh.out, "Connecting to "+o.server)
+	if err := sh.Connect(o.server); err != nil {
+		fmt.Fprintln(sh.err, err)
+		return exitFailed
+	}
+	if o.cmd != nil {
+		sh.waitSession()
+		sh.Run(o.cmd)
+		sh.closeQuietly()
+		return sh.ExitCode()
+	}
+	fmt.Fprintln(sh.out, "Welcome to ZooKeeper!")
+	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
+		fmt.Fprintln(sh.out, "JLine support is enabled")
+		return interactive(sh, f)
+	}
+	fmt.Fprintln(sh.out, "JLine support is disabled")
+	sh.waitSession()
+	sc := bufio.NewScanner(stdin)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	for sc.Scan() {
+		sh.Execute(sc.Text())
+		if sh.Quit() {
+			return sh.ExitCode()
+		}
+	}
+	sh.closeQuietly()
+	return sh.ExitCode()
+}
