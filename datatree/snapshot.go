@@ -336,10 +336,10 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 	t.dataSize = int64(1 + len(root.data))
 	type frame struct {
 		n    *node
-		path string
+		plen int // length of n's path, 0 for the root
 		left int32
 	}
-	stack := []frame{{root, "", kids}}
+	stack := []frame{{root, 0, kids}}
 	for len(stack) > 0 && s.err == nil {
 		f := &stack[len(stack)-1]
 		if f.left == 0 {
@@ -359,10 +359,10 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 			s.fail("duplicate node %q", n.name)
 			break
 		}
-		path := f.path + "/" + n.name
-		t.link(n, path)
+		plen := f.plen + 1 + len(n.name)
+		t.link(n, plen)
 		if k > 0 {
-			stack = append(stack, frame{n, path, k})
+			stack = append(stack, frame{n, plen, k})
 		}
 	}
 	if s.err != nil {

@@ -424,10 +424,10 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 		parent.stat.cversion = newCv
 		parent.stat.pzxid = w.tx.Zxid
 	}
-	t.link(n, path)
+	t.link(n, len(path))
 	if w.multi {
 		w.undo = append(w.undo, func() {
-			t.unlink(n, path)
+			t.unlink(n, len(path))
 			t.acls.release(n.acl)
 			parent.stat.cversion, parent.stat.pzxid = oldCv, oldPz
 		})
@@ -441,27 +441,28 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 	return path, st, nil
 }
 
-// link inserts n under its parent and indexes it; unlink reverses it. Neither
-// touches ACL references or the parent's stat.
-func (t *Tree) link(n *node, path string) {
+// link inserts n (whose path is pathLen bytes long) under its parent and
+// indexes it; unlink reverses it. Neither touches ACL references or the
+// parent's stat.
+func (t *Tree) link(n *node, pathLen int) {
 	p := n.parent
 	if p.children == nil {
 		p.children = make(map[string]*node, 1)
 	}
 	p.children[n.name] = n
 	t.nodes++
-	t.dataSize += int64(len(path) + len(n.data))
+	t.dataSize += int64(pathLen + len(n.data))
 	t.index(n)
 }
 
-func (t *Tree) unlink(n *node, path string) {
+func (t *Tree) unlink(n *node, pathLen int) {
 	p := n.parent
 	delete(p.children, n.name)
 	if len(p.children) == 0 {
 		p.children = nil
 	}
 	t.nodes--
-	t.dataSize -= int64(len(path) + len(n.data))
+	t.dataSize -= int64(pathLen + len(n.data))
 	owner := n.stat.ephemeralOwner
 	switch t.ephemeralType(owner) {
 	case typeContainer:
@@ -529,7 +530,7 @@ func (w *writer) deleteNode(n *node, path string) {
 	t := w.t
 	parent := n.parent
 	oldPz := parent.stat.pzxid
-	t.unlink(n, path)
+	t.unlink(n, len(path))
 	if w.tx.Zxid > parent.stat.pzxid {
 		parent.stat.pzxid = w.tx.Zxid
 	}
@@ -539,7 +540,7 @@ func (w *writer) deleteNode(n *node, path string) {
 		// relinks the node, and commit releases below.
 		w.undo = append(w.undo, func() {
 			parent.stat.pzxid = oldPz
-			t.link(n, path)
+			t.link(n, len(path))
 		})
 		w.deferRelease(acl)
 	} else {
