@@ -73,6 +73,11 @@ type conn struct {
 	}
 	ipOnly []jute.Id // the identities before any auth
 
+	readsQueued   uint64        // reader only: reads handed to the completer
+	readsExecuted atomic.Uint64 // reads the completer executed
+	readSignal    chan struct{} // capacity 1: readsExecuted grew
+	rbuf          []byte        // reader only: frame buffer reused across reads
+
 	recv    atomic.Int64 // packets received
 	sent    atomic.Int64 // packets sent
 	pending atomic.Int64 // requests received but not answered
@@ -94,25 +99,26 @@ type slot struct {
 	start time.Time
 	path  string // for logs
 
-	req        jute.Record   // a read's decoded request
-	fut        *zab.Future   // a write's pending result
-	frame      []byte        // a reply computed by the reader
-	code       jute.Code     // an error reply computed at completion
-	closeAfter bool          // close the connection after this reply
-	done       chan struct{} // reads only: closed once executed
+	req        jute.Record // a read's decoded request
+	fut        *zab.Future // a write's pending result
+	frame      []byte      // a reply computed by the reader
+	code       jute.Code   // an error reply computed at completion
+	closeAfter bool        // close the connection after this reply
+	readSeq    uint64      // reads only: position among the connection's reads
 }
 
 func newConn(s *Server, nc net.Conn, ip string) *conn {
 	c := &conn{
-		seq:       s.connSeq.Add(1),
-		s:         s,
-		nc:        nc,
-		remote:    nc.RemoteAddr().String(),
-		ip:        ip,
-		br:        bufio.NewReaderSize(nc, 16<<10),
-		done:      make(chan struct{}),
-		slots:     make(chan *slot, s.cfg.MaxPendingRequests),
-		outSignal: make(chan struct{}, 1),
+		seq:        s.connSeq.Add(1),
+		s:          s,
+		nc:         nc,
+		remote:     nc.RemoteAddr().String(),
+		ip:         ip,
+		br:         bufio.NewReaderSize(nc, 16<<10),
+		done:       make(chan struct{}),
+		slots:      make(chan *slot, s.cfg.MaxPendingRequests),
+		outSignal:  make(chan struct{}, 1),
+		readSignal: make(chan struct{}, 1),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.ipOnly = []jute.Id{{Scheme: schemeIP, Id: ip}}
@@ -188,10 +194,7 @@ func (c *conn) serve() {
 func (c *conn) dropPending() {
 	for {
 		select {
-		case sl := <-c.slots:
-			if sl.done != nil {
-				close(sl.done)
-			}
+		case <-c.slots:
 			c.pending.Add(-1)
 			c.s.stats.outstanding.Add(-1)
 		default:
@@ -214,8 +217,13 @@ func (c *conn) start(f func(), name string) bool {
 	return ok
 }
 
-// readFrame reads one length-prefixed frame, enforcing MaxBuffer.
-func (c *conn) readFrame() ([]byte, error) {
+// readFrame reads one length-prefixed frame, enforcing MaxBuffer, into a
+// new buffer.
+func (c *conn) readFrame() ([]byte, error) { return c.readFrameInto(nil) }
+
+// readFrameInto reads one frame into buf when it is large enough, else into
+// a new buffer.
+func (c *conn) readFrameInto(buf []byte) ([]byte, error) {
 	var hdr [4]byte
 	if _, err := io.ReadFull(c.br, hdr[:]); err != nil {
 		return nil, err
@@ -224,7 +232,11 @@ func (c *conn) readFrame() ([]byte, error) {
 	if n < 0 || int64(n) > int64(c.s.cfg.MaxBuffer) {
 		return nil, errFrameLength{n}
 	}
-	buf := make([]byte, n)
+	if cap(buf) >= int(n) {
+		buf = buf[:n]
+	} else {
+		buf = make([]byte, n)
+	}
 	if _, err := io.ReadFull(c.br, buf); err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
@@ -341,10 +353,12 @@ func (c *conn) readDeadline() time.Time {
 
 // readLoop reads requests until the connection ends or a request ends it.
 func (c *conn) readLoop() {
-	var lastRead *slot // the latest read not known to be executed
 	for {
 		c.nc.SetReadDeadline(c.readDeadline())
-		frame, err := c.readFrame()
+		frame, err := c.readFrameInto(c.rbuf)
+		if cap(frame) <= 64<<10 {
+			c.rbuf = frame // keep buffers of common sizes for the next frame
+		}
 		if err != nil {
 			c.logReadError(err)
 			return
@@ -378,14 +392,14 @@ func (c *conn) readLoop() {
 		case jute.OpSASL:
 			sl.frame = encodeReply(jute.ReplyHeader{Xid: hdr.Xid}, &jute.SetSASLResponse{})
 		case jute.OpCloseSession:
-			if !c.await(lastRead) {
+			if !c.awaitReads() {
 				return
 			}
 			c.closingSession.Store(true)
 			sl.fut = c.s.b.Submit(&zab.Request{Op: jute.OpCloseSession, SessionID: c.sessionID.Load(), Auth: c.authIDs()})
 			sl.closeAfter = true
 		default:
-			c.prepare(sl, body, &lastRead)
+			c.prepare(sl, body)
 		}
 		last := sl.closeAfter // the completer may set it too: read it before pushing
 		if !c.push(sl) {
@@ -401,7 +415,7 @@ func (c *conn) readLoop() {
 // prepare decodes a request other than ping, auth, sasl and closeSession:
 // a write is submitted at once (after earlier reads executed), a read is
 // left for the completer.
-func (c *conn) prepare(sl *slot, body []byte, lastRead **slot) {
+func (c *conn) prepare(sl *slot, body []byte) {
 	rec, ok := jute.NewRequest(sl.op)
 	if !ok {
 		c.logger().Warn("unknown opcode, closing connection", zap.Int32("op", sl.op))
@@ -433,31 +447,32 @@ func (c *conn) prepare(sl *slot, body []byte, lastRead **slot) {
 		}
 	}
 	if isWrite(sl.op) {
-		if !c.await(*lastRead) {
+		if !c.awaitReads() {
 			sl.code = jute.CodeConnectionLoss
 			return
 		}
-		*lastRead = nil
-		sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(), Body: body})
+		// The frame buffer is reused for the next frame: the log keeps
+		// its own copy of the body.
+		sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(),
+			Body: append([]byte(nil), body...)})
 		return
 	}
 	sl.req = rec
-	sl.done = make(chan struct{})
-	*lastRead = sl
+	c.readsQueued++
+	sl.readSeq = c.readsQueued
 }
 
-// await waits until read slot sl (if any) executed; false if the
-// connection closed first.
-func (c *conn) await(sl *slot) bool {
-	if sl == nil {
-		return true
+// awaitReads waits until the completer executed every read queued so far;
+// false if the connection closed first.
+func (c *conn) awaitReads() bool {
+	for c.readsExecuted.Load() < c.readsQueued {
+		select {
+		case <-c.readSignal:
+		case <-c.done:
+			return false
+		}
 	}
-	select {
-	case <-sl.done:
-		return true
-	case <-c.done:
-		return false
-	}
+	return true
 }
 
 // push hands a slot to the completer; false if the connection closed.
@@ -502,8 +517,12 @@ func (c *conn) complete() {
 // connection is done.
 func (c *conn) finish(sl *slot) bool {
 	defer func() {
-		if sl.done != nil {
-			close(sl.done)
+		if sl.readSeq != 0 {
+			c.readsExecuted.Store(sl.readSeq)
+			select {
+			case c.readSignal <- struct{}{}:
+			default:
+			}
 		}
 		c.pending.Add(-1)
 		c.s.stats.outstanding.Add(-1)
@@ -514,7 +533,7 @@ func (c *conn) finish(sl *slot) bool {
 	)
 	switch {
 	case sl.frame != nil:
-		c.enqueue(sl.frame, sl.closeAfter)
+		c.enqueue(sl.frame, sl.closeAfter, false)
 		c.account(sl, 0)
 		return !sl.closeAfter
 	case sl.code != jute.CodeOK:
@@ -551,7 +570,7 @@ func (c *conn) finish(sl *slot) bool {
 		c.execRead(sl)
 		return true
 	}
-	c.enqueue(encodeReply(hdr, body), sl.closeAfter)
+	c.enqueue(encodeReply(hdr, body), sl.closeAfter, false)
 	c.account(sl, hdr.Zxid)
 	return !sl.closeAfter
 }
@@ -608,16 +627,7 @@ func (c *conn) execRead(sl *slot) {
 		body = nil
 	}
 	frame := encodeReply(hdr, body)
-	if hold {
-		c.out.Lock()
-		c.out.deferring = false
-		deferred := c.out.deferred
-		c.out.deferred = nil
-		c.out.Unlock()
-		c.enqueue(frame, false, deferred...)
-	} else {
-		c.enqueue(frame, false)
-	}
+	c.enqueue(frame, false, hold)
 	c.account(sl, hdr.Zxid)
 }
 
@@ -743,18 +753,26 @@ func (c *conn) Notify(ev jute.WatcherEvent) {
 	}
 }
 
-// enqueue appends a reply, and then any events held back behind it, to the
-// output queue. closeAfter seals the queue: the writer closes the
-// connection once it is written.
-func (c *conn) enqueue(frame []byte, closeAfter bool, after ...[]byte) {
+// enqueue appends a reply to the output queue. closeAfter seals the queue:
+// the writer closes the connection once it is written. endHold ends a read's
+// hold on events: the events held back go right after the reply, in the
+// same critical section, so none can slip in before it.
+func (c *conn) enqueue(frame []byte, closeAfter, endHold bool) {
 	c.out.Lock()
+	if endHold {
+		c.out.deferring = false
+	}
 	if c.out.sealed {
+		c.out.deferred = nil
 		c.out.Unlock()
 		return
 	}
 	c.out.q = append(c.out.q, frame)
-	c.out.q = append(c.out.q, after...)
 	c.out.bytes += len(frame)
+	if endHold {
+		c.out.q = append(c.out.q, c.out.deferred...)
+		c.out.deferred = nil
+	}
 	if closeAfter {
 		c.out.sealed = true
 	}

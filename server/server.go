@@ -336,40 +336,46 @@ func (st *serverStats) reset() {
 	st.latency.reset()
 }
 
-// latencyStats tracks min, max and mean of request latencies in ms.
+// latencyStats tracks min, max and mean of request latencies in ms. It is
+// lock-free: every request of every connection updates the server's one.
 type latencyStats struct {
-	mu    sync.Mutex
-	min   int64
-	max   int64
-	sum   int64
-	count int64
+	min   atomic.Int64 // valid when count > 0
+	max   atomic.Int64
+	sum   atomic.Int64
+	count atomic.Int64
 }
 
 func (l *latencyStats) reset() {
-	l.mu.Lock()
-	l.min, l.max, l.sum, l.count = 0, 0, 0, 0
-	l.mu.Unlock()
+	l.count.Store(0)
+	l.sum.Store(0)
+	l.min.Store(0)
+	l.max.Store(0)
 }
 
 func (l *latencyStats) add(ms int64) {
-	l.mu.Lock()
-	if l.count == 0 || ms < l.min {
-		l.min = ms
+	if l.count.Add(1) == 1 {
+		l.min.Store(ms)
 	}
-	if ms > l.max {
-		l.max = ms
+	l.sum.Add(ms)
+	for {
+		lo := l.min.Load()
+		if ms >= lo || l.min.CompareAndSwap(lo, ms) {
+			break
+		}
 	}
-	l.sum += ms
-	l.count++
-	l.mu.Unlock()
+	for {
+		hi := l.max.Load()
+		if ms <= hi || l.max.CompareAndSwap(hi, ms) {
+			break
+		}
+	}
 }
 
 // snapshot returns min, mean and max (0 when nothing was recorded).
 func (l *latencyStats) snapshot() (lo int64, avg float64, hi int64, n int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.count == 0 {
+	n = l.count.Load()
+	if n == 0 {
 		return 0, 0, 0, 0
 	}
-	return l.min, float64(l.sum) / float64(l.count), l.max, l.count
+	return l.min.Load(), float64(l.sum.Load()) / float64(n), l.max.Load(), n
 }
