@@ -67,19 +67,22 @@ func (s *Server) adminCommands() map[string]func() []field {
 			return []field{{"path_to_session_ids", m}}
 		},
 		"dump": func() []field {
-			m := orderedMap{}
-			if t := s.b.Tree(); t != nil {
-				for _, ci := range s.Conns() {
-					if ci.SessionID == 0 {
-						continue
-					}
-					if ps := t.GetEphemerals(ci.SessionID, "/"); len(ps) > 0 {
-						slices.Sort(ps)
-						m = append(m, field{strconv.FormatInt(ci.SessionID, 10), ps})
+			d := s.Dump()
+			exp := orderedMap{}
+			for _, set := range d.Sessions {
+				var ids []int64
+				for _, m := range set.Members {
+					if id, err := strconv.ParseUint(strings.TrimPrefix(m, "0x"), 16, 64); err == nil {
+						ids = append(ids, int64(id))
 					}
 				}
+				exp = append(exp, field{strconv.FormatInt(set.Deadline.UnixMilli(), 10), ids})
 			}
-			return []field{{"expiry_time_to_session_ids", orderedMap{}}, {"session_id_to_ephemeral_paths", m}}
+			eph := orderedMap{}
+			for _, e := range d.Ephemerals {
+				eph = append(eph, field{strconv.FormatInt(e.SessionID, 10), e.Paths})
+			}
+			return []field{{"expiry_time_to_session_ids", exp}, {"session_id_to_ephemeral_paths", eph}}
 		},
 	}
 }

@@ -78,11 +78,12 @@ type conn struct {
 	readSignal    chan struct{} // capacity 1: readsExecuted grew
 	rbuf          []byte        // reader only: frame buffer reused across reads
 
-	recv    atomic.Int64 // packets received
-	sent    atomic.Int64 // packets sent
-	pending atomic.Int64 // requests received but not answered
-	lat     latencyStats
-	last    struct {
+	recv     atomic.Int64 // packets received
+	lastRecv atomic.Int64 // ms since the epoch of the last packet (or of the accept)
+	sent     atomic.Int64 // packets sent
+	pending  atomic.Int64 // requests received but not answered
+	lat      latencyStats
+	last     struct {
 		sync.Mutex
 		op       string
 		cxid     int32
@@ -122,6 +123,7 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.ipOnly = []jute.Id{{Scheme: schemeIP, Id: ip}}
+	c.lastRecv.Store(time.Now().UnixMilli())
 	return c
 }
 
@@ -244,6 +246,7 @@ func (c *conn) readFrameInto(buf []byte) ([]byte, error) {
 		return nil, err
 	}
 	c.recv.Add(1)
+	c.lastRecv.Store(time.Now().UnixMilli())
 	c.s.stats.packetsReceived.Add(1)
 	c.s.stats.bytesReceived.Add(int64(4 + n))
 	return buf, nil

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"net"
 	"os"
@@ -115,7 +116,7 @@ func (s *Server) FourLetter(word string) string {
 		}
 		b.WriteString("\n")
 	case "dump":
-		s.writeDump(&b)
+		s.Dump().write(&b)
 	case "crst":
 		s.ResetConnStats()
 		return "Connection stats reset.\n"
@@ -223,8 +224,6 @@ type ConnInfo struct {
 	MinLatency   int64
 	AvgLatency   int64
 	MaxLatency   int64
-
-	seq uint64
 }
 
 // write prints the connection as ServerCnxn.dumpConnectionInfo does.
@@ -243,12 +242,18 @@ func (ci ConnInfo) write(b *strings.Builder, brief bool) {
 
 // Conns returns every open connection, oldest first.
 func (s *Server) Conns() []ConnInfo {
-	cs := s.connections()
+	cs := s.connectionsSorted()
 	out := make([]ConnInfo, 0, len(cs))
 	for _, c := range cs {
 		out = append(out, c.info())
 	}
-	slices.SortFunc(out, func(a, b ConnInfo) int {
+	return out
+}
+
+// connectionsSorted returns the open connections, oldest first.
+func (s *Server) connectionsSorted() []*conn {
+	cs := s.connections()
+	slices.SortFunc(cs, func(a, b *conn) int {
 		switch {
 		case a.seq < b.seq:
 			return -1
@@ -257,7 +262,7 @@ func (s *Server) Conns() []ConnInfo {
 		}
 		return 0
 	})
-	return out
+	return cs
 }
 
 // info snapshots the connection for cons.
@@ -273,7 +278,6 @@ func (c *conn) info() ConnInfo {
 		LastOp:    "NA",
 		LastCxid:  -1,
 		LastZxid:  -1,
-		seq:       c.seq,
 	}
 	if c.fourLetter.Load() {
 		ci.Interest = 0
@@ -589,46 +593,101 @@ func (s *Server) WatchesByPath() []PathWatches {
 	return out
 }
 
-// writeDump prints dump: the sessions with ephemerals held by this server's
-// connections and the connections, in ZooKeeper's layout. Expiry times are
-// the Backend's business and are not listed.
-func (s *Server) writeDump(b *strings.Builder) {
-	conns := s.Conns()
+// ExpirySet is one bucket of dump's expiry queues: the sessions (or
+// connections) that expire at the same rounded deadline.
+type ExpirySet struct {
+	Deadline time.Time
+	Members  []string // "0x…" session ids, or "ip: /addr sessionId: 0x…"
+}
+
+// SessionEphemerals is one session's ephemeral znodes, for dump.
+type SessionEphemerals struct {
+	SessionID int64
+	Paths     []string // sorted
+}
+
+// Dump backs dump: the sessions connected here grouped by expiry deadline
+// (last packet plus timeout, rounded up to a tick, as ZooKeeper's session
+// ExpiryQueue), their ephemerals, and the connections grouped the same way
+// (rounded up to 10 s, ZooKeeper's connection expiry interval).
+type Dump struct {
+	Sessions    []ExpirySet
+	SessionN    int
+	Ephemerals  []SessionEphemerals
+	Connections []ExpirySet
+	ConnN       int
+}
+
+// connExpiryInterval is ZooKeeper's sessionlessCnxnTimeout, the bucket size
+// of its connection expiry queue.
+const connExpiryInterval = 10 * time.Second
+
+// Dump returns the data of dump.
+func (s *Server) Dump() Dump {
+	var d Dump
+	sessions := map[int64][]string{}
+	conns := map[int64][]string{}
+	tick := s.cfg.TickTime.Milliseconds()
+	roundUp := func(ms, interval int64) int64 { return (ms/interval + 1) * interval }
 	var ids []int64
-	for _, ci := range conns {
-		if ci.SessionID != 0 {
-			ids = append(ids, ci.SessionID)
+	for _, c := range s.connectionsSorted() {
+		id := c.sessionID.Load()
+		last := c.lastRecv.Load()
+		to := int64(c.timeout.Load())
+		if id != 0 {
+			dl := roundUp(last+to, tick)
+			sessions[dl] = append(sessions[dl], hexID(id))
+			ids = append(ids, id)
+			d.SessionN++
+		} else {
+			to = s.cfg.maxTimeout().Milliseconds()
 		}
+		dl := roundUp(last+to, connExpiryInterval.Milliseconds())
+		conns[dl] = append(conns[dl], "ip: "+javaAddr(c.nc.RemoteAddr())+" sessionId: "+hexID(id))
+		d.ConnN++
 	}
-	fmt.Fprintf(b, "SessionTracker dump:\nSession Sets (%d)/(%d):\n", len(ids), len(ids))
-	for _, id := range ids {
-		fmt.Fprintf(b, "\t%s\n", hexID(id))
+	sets := func(m map[int64][]string) []ExpirySet {
+		var out []ExpirySet
+		for _, dl := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, ExpirySet{Deadline: time.UnixMilli(dl), Members: m[dl]})
+		}
+		return out
 	}
-	b.WriteString("ephemeral nodes dump:\n")
-	t := s.b.Tree()
-	type eph struct {
-		id    int64
-		paths []string
-	}
-	var ephs []eph
-	if t != nil {
+	d.Sessions, d.Connections = sets(sessions), sets(conns)
+	if t := s.b.Tree(); t != nil {
 		for _, id := range ids {
 			if ps := t.GetEphemerals(id, "/"); len(ps) > 0 {
 				slices.Sort(ps)
-				ephs = append(ephs, eph{id, ps})
+				d.Ephemerals = append(d.Ephemerals, SessionEphemerals{id, ps})
 			}
 		}
 	}
-	fmt.Fprintf(b, "Sessions with Ephemerals (%d):\n", len(ephs))
-	for _, e := range ephs {
-		fmt.Fprintf(b, "%s:\n", hexID(e.id))
-		for _, p := range e.paths {
+	return d
+}
+
+// write prints dump's text as ZooKeeper does.
+func (d Dump) write(b *strings.Builder) {
+	javaDate := "Mon Jan 02 15:04:05 MST 2006"
+	fmt.Fprintf(b, "SessionTracker dump:\nSession Sets (%d)/(%d):\n", len(d.Sessions), d.SessionN)
+	for _, set := range d.Sessions {
+		fmt.Fprintf(b, "%d expire at %s:\n", len(set.Members), set.Deadline.Format(javaDate))
+		for _, m := range set.Members {
+			fmt.Fprintf(b, "\t%s\n", m)
+		}
+	}
+	fmt.Fprintf(b, "ephemeral nodes dump:\nSessions with Ephemerals (%d):\n", len(d.Ephemerals))
+	for _, e := range d.Ephemerals {
+		fmt.Fprintf(b, "%s:\n", hexID(e.SessionID))
+		for _, p := range e.Paths {
 			fmt.Fprintf(b, "\t%s\n", p)
 		}
 	}
-	fmt.Fprintf(b, "Connections dump:\nConnections Sets (%d)/(%d):\n", len(conns), len(conns))
-	for _, ci := range conns {
-		fmt.Fprintf(b, "\tip: %s sessionId: %s\n", ci.Remote, hexID(ci.SessionID))
+	fmt.Fprintf(b, "Connections dump:\nConnections Sets (%d)/(%d):\n", len(d.Connections), d.ConnN)
+	for _, set := range d.Connections {
+		fmt.Fprintf(b, "%d expire at %s:\n", len(set.Members), set.Deadline.Format(javaDate))
+		for _, m := range set.Members {
+			fmt.Fprintf(b, "\t%s\n", m)
+		}
 	}
 }
 

@@ -79,9 +79,9 @@ func TestFourLetterWords(t *testing.T) {
 		{"wchc", sid + `\n\t/n\n\t/zookeeper\n\n`},
 		{"wchp", `/n\n\t` + sid + `\n/zookeeper\n\t` + sid + `\n\n`},
 		{"dirs", `datadir_size: 457\nlogdir_size: 457\n`},
-		{"dump", `SessionTracker dump:\nSession Sets \(1\)/\(1\):\n\t` + sid + `\nephemeral nodes dump:\n` +
-			`Sessions with Ephemerals \(1\):\n` + sid + `:\n\t/n\nConnections dump:\nConnections Sets \(2\)/\(2\):\n` +
-			`\tip: /127\.0\.0\.1:\d+ sessionId: ` + sid + `\n\tip: /127\.0\.0\.1:\d+ sessionId: 0x0\n`},
+		{"dump", `SessionTracker dump:\nSession Sets \(1\)/\(1\):\n1 expire at \w{3} \w{3} \d\d \d\d:\d\d:\d\d \w+ \d{4}:\n\t` + sid +
+			`\nephemeral nodes dump:\nSessions with Ephemerals \(1\):\n` + sid + `:\n\t/n\nConnections dump:\nConnections Sets \([12]\)/\(2\):\n` +
+			`(\d expire at [^\n]+:\n(\tip: /127\.0\.0\.1:\d+ sessionId: (` + sid + `|0x0)\n)+)+`},
 	} {
 		t.Run(tc.word, func(t *testing.T) {
 			waitFor(t, "earlier 4-letter connections gone", func() bool { return len(ts.Conns()) == 1 })
@@ -184,5 +184,30 @@ func TestJavaDouble(t *testing.T) {
 		if got := javaDouble(tc.in); got != tc.want {
 			t.Errorf("javaDouble(%v) = %q, want %q", tc.in, got, tc.want)
 		}
+	}
+}
+
+func TestDumpExpirySets(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.TickTime = time.Second })
+	a, b := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
+	a.session()
+	b.session()
+	d := ts.Dump()
+	if d.SessionN != 2 || d.ConnN != 2 {
+		t.Fatalf("dump counts %d sessions, %d connections; want 2 and 2", d.SessionN, d.ConnN)
+	}
+	n := 0
+	for _, set := range d.Sessions {
+		n += len(set.Members)
+		if set.Deadline.UnixMilli()%1000 != 0 {
+			t.Errorf("session deadline %v is not rounded to the tick", set.Deadline)
+		}
+		// Last packet plus the 10 s timeout, rounded up to the next tick.
+		if until := time.Until(set.Deadline); until < 9*time.Second || until > 12*time.Second {
+			t.Errorf("session deadline in %v, want about 10 s", until)
+		}
+	}
+	if n != 2 {
+		t.Fatalf("session sets hold %d members, want 2: %+v", n, d.Sessions)
 	}
 }
