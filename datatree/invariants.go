@@ -104,17 +104,24 @@ func (t *Tree) CheckInvariants() error {
 	for _, wt := range []*watchTable{&t.dataW, &t.childW} {
 		count, rec, back := 0, 0, 0
 		for p, ws := range wt.byPath {
-			if len(ws) == 0 {
+			if ws.len() == 0 || (ws.more != nil && len(ws.more) == 0) {
 				return fmt.Errorf("datatree: empty watch set for %s", p)
 			}
-			for w, mode := range ws {
+			if _, dup := ws.more[ws.w]; dup {
+				return fmt.Errorf("datatree: watcher twice in the set of %s", p)
+			}
+			var missing bool
+			ws.each(func(w Watcher, mode int32) {
 				count++
 				if mode == jute.AddWatchModePersistentRecursive {
 					rec++
 				}
 				if _, ok := wt.byWatcher[w][p]; !ok {
-					return fmt.Errorf("datatree: watch on %s missing from watcher index", p)
+					missing = true
 				}
+			})
+			if missing {
+				return fmt.Errorf("datatree: watch on %s missing from watcher index", p)
 			}
 		}
 		for _, ps := range wt.byWatcher {

@@ -29,14 +29,101 @@ const modeStandard int32 = -1
 
 // watchTable is one of ZooKeeper's two WatchManagers (data or child).
 type watchTable struct {
-	byPath    map[string]map[Watcher]int32
+	byPath    map[string]*watchSet
 	byWatcher map[Watcher]map[string]struct{}
 	count     int // (path, watcher) pairs
 	recursive int // pairs in persistent-recursive mode
 }
 
+// watchSet holds the watchers of one path. Most paths have a single watcher
+// (a lock waiter watching its predecessor), kept inline; more spill into a
+// map.
+type watchSet struct {
+	w    Watcher // nil when the set is empty
+	mode int32
+	more map[Watcher]int32
+}
+
+func (s *watchSet) get(w Watcher) (int32, bool) {
+	if s == nil || s.w == nil {
+		return 0, false
+	}
+	if s.w == w {
+		return s.mode, true
+	}
+	m, ok := s.more[w]
+	return m, ok
+}
+
+// put sets w's mode and reports whether w is new to the set.
+func (s *watchSet) put(w Watcher, mode int32) bool {
+	switch {
+	case s.w == nil:
+		s.w, s.mode = w, mode
+		return true
+	case s.w == w:
+		s.mode = mode
+		return false
+	}
+	if s.more == nil {
+		s.more = make(map[Watcher]int32, 1)
+	}
+	_, had := s.more[w]
+	s.more[w] = mode
+	return !had
+}
+
+// del removes w, which must be present.
+func (s *watchSet) del(w Watcher) {
+	if s.w != w {
+		delete(s.more, w)
+		if len(s.more) == 0 {
+			s.more = nil
+		}
+		return
+	}
+	s.w = nil
+	for x, m := range s.more {
+		s.w, s.mode = x, m
+		delete(s.more, x)
+		break
+	}
+	if len(s.more) == 0 {
+		s.more = nil
+	}
+}
+
+func (s *watchSet) len() int {
+	if s.w == nil {
+		return 0
+	}
+	return 1 + len(s.more)
+}
+
+// each calls f for every watcher; f may delete the watcher it is given.
+func (s *watchSet) each(f func(w Watcher, mode int32)) {
+	if s.w == nil {
+		return
+	}
+	first, fmode := s.w, s.mode
+	var rest []Watcher
+	var modes []int32
+	if len(s.more) > 0 {
+		rest = make([]Watcher, 0, len(s.more))
+		modes = make([]int32, 0, len(s.more))
+		for x, m := range s.more {
+			rest = append(rest, x)
+			modes = append(modes, m)
+		}
+	}
+	f(first, fmode)
+	for i, x := range rest {
+		f(x, modes[i])
+	}
+}
+
 func (wt *watchTable) init() {
-	wt.byPath = make(map[string]map[Watcher]int32)
+	wt.byPath = make(map[string]*watchSet)
 	wt.byWatcher = make(map[Watcher]map[string]struct{})
 }
 
@@ -45,15 +132,13 @@ func (wt *watchTable) init() {
 func (wt *watchTable) add(path string, w Watcher, mode int32) {
 	ws := wt.byPath[path]
 	if ws == nil {
-		ws = make(map[Watcher]int32, 1)
+		ws = &watchSet{}
 		wt.byPath[path] = ws
 	}
-	old, had := ws[w]
-	if had {
-		if old == jute.AddWatchModePersistentRecursive {
-			wt.recursive--
-		}
-	} else {
+	if old, had := ws.get(w); had && old == jute.AddWatchModePersistentRecursive {
+		wt.recursive--
+	}
+	if ws.put(w, mode) {
 		wt.count++
 		ps := wt.byWatcher[w]
 		if ps == nil {
@@ -65,34 +150,38 @@ func (wt *watchTable) add(path string, w Watcher, mode int32) {
 	if mode == jute.AddWatchModePersistentRecursive {
 		wt.recursive++
 	}
-	ws[w] = mode
 }
 
 func (wt *watchTable) contains(path string, w Watcher) bool {
-	_, ok := wt.byPath[path][w]
+	_, ok := wt.byPath[path].get(w)
 	return ok
 }
 
 // remove drops w's watch on path and reports whether there was one.
 func (wt *watchTable) remove(path string, w Watcher) bool {
 	ws := wt.byPath[path]
-	mode, ok := ws[w]
+	mode, ok := ws.get(w)
 	if !ok {
 		return false
 	}
-	wt.dropLocked(ws, path, w, mode)
+	wt.drop(ws, path, w, mode, true)
 	return true
 }
 
-func (wt *watchTable) dropLocked(ws map[Watcher]int32, path string, w Watcher, mode int32) {
-	delete(ws, w)
-	if len(ws) == 0 {
+// drop removes w (with mode) from ws, the set of path; index says whether to
+// update the watcher index too.
+func (wt *watchTable) drop(ws *watchSet, path string, w Watcher, mode int32, index bool) {
+	ws.del(w)
+	if ws.len() == 0 {
 		delete(wt.byPath, path)
 	}
 	if mode == jute.AddWatchModePersistentRecursive {
 		wt.recursive--
 	}
 	wt.count--
+	if !index {
+		return
+	}
 	if ps := wt.byWatcher[w]; ps != nil {
 		delete(ps, path)
 		if len(ps) == 0 {
@@ -105,15 +194,8 @@ func (wt *watchTable) dropLocked(ws map[Watcher]int32, path string, w Watcher, m
 func (wt *watchTable) removeWatcher(w Watcher) {
 	for path := range wt.byWatcher[w] {
 		ws := wt.byPath[path]
-		if mode, ok := ws[w]; ok {
-			delete(ws, w)
-			if len(ws) == 0 {
-				delete(wt.byPath, path)
-			}
-			if mode == jute.AddWatchModePersistentRecursive {
-				wt.recursive--
-			}
-			wt.count--
+		if mode, ok := ws.get(w); ok {
+			wt.drop(ws, path, w, mode, false)
 		}
 	}
 	delete(wt.byWatcher, w)
@@ -131,13 +213,13 @@ func (wt *watchTable) trigger(path string, typ int32, out []Watcher) []Watcher {
 	atParent := false
 	for {
 		if ws := wt.byPath[p]; ws != nil {
-			for w, mode := range ws {
+			ws.each(func(w Watcher, mode int32) {
 				if mode == jute.AddWatchModePersistentRecursive {
 					if typ == jute.EventNodeChildrenChanged {
-						continue
+						return
 					}
 				} else if atParent {
-					continue
+					return
 				}
 				if atParent {
 					if seen == nil {
@@ -147,15 +229,15 @@ func (wt *watchTable) trigger(path string, typ int32, out []Watcher) []Watcher {
 						}
 					}
 					if _, dup := seen[w]; dup {
-						continue
+						return
 					}
 					seen[w] = struct{}{}
 				}
 				out = append(out, w)
 				if mode == modeStandard {
-					wt.dropLocked(ws, p, w, mode)
+					wt.drop(ws, p, w, mode, true)
 				}
-			}
+			})
 		}
 		if wt.recursive == 0 || p == "/" || p == "" {
 			break
@@ -331,11 +413,11 @@ func (t *Tree) WatchesByPath() map[string][]Watcher {
 	out := make(map[string][]Watcher)
 	for _, wt := range []*watchTable{&t.dataW, &t.childW} {
 		for p, ws := range wt.byPath {
-			for w := range ws {
+			ws.each(func(w Watcher, _ int32) {
 				if !slices.Contains(out[p], w) {
 					out[p] = append(out[p], w)
 				}
-			}
+			})
 		}
 	}
 	return out
