@@ -71,7 +71,7 @@ class ReconnectTest(KazooTestCase):
         for log, first in ((data, b"0"), (same, b"s"), (kids, []), (missing, None)):
             self.assertEqual(log.wait_len(1), [first])
 
-        cl.members[0].restart(kill=(how == "sigkill"))
+        cl.member_for(a).restart(kill=(how == "sigkill"))
 
         rec.wait_for(KazooState.SUSPENDED)
         rec.wait_for(KazooState.CONNECTED)
