@@ -2,6 +2,7 @@ package zkproc
 
 import (
 	"errors"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -183,4 +184,35 @@ func TestStartFailsForBadBinary(t *testing.T) {
 		t.Errorf("log lacks the process's stderr: %q", s.Log())
 	}
 	s.Stop() // stopping an exited process is a no-op
+}
+
+// TestIntegration_ZkdPortRetry hands the first start a port that is taken:
+// StartZkd must notice the bind failure and retry on another port.
+func TestIntegration_ZkdPortRetry(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	calls := 0
+	pickPort = func() (int, error) {
+		calls++
+		if calls == 1 {
+			return taken, nil
+		}
+		return freePort()
+	}
+	defer func() { pickPort = freePort }()
+
+	s := StartZkd(t, Options{})
+	if s.Port == taken || calls != 2 {
+		t.Fatalf("port %d after %d picks; %d was taken", s.Port, calls, taken)
+	}
+	if got, err := s.FourLetter("ruok"); err != nil || got != "imok" {
+		t.Fatalf("ruok = %q, %v", got, err)
+	}
+	if !strings.Contains(s.Log(), "address already in use") {
+		t.Errorf("log does not show the failed first start:\n%s", s.Log())
+	}
 }

@@ -22,6 +22,10 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
+// pickPort chooses a standalone server's client port; tests replace it to
+// force a port collision.
+var pickPort = freePort
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -266,7 +266,10 @@ func newServer(t testing.TB, kind Kind, opts Options) *Server {
 	t.Helper()
 	port := opts.Port
 	if port == 0 {
-		port = FreePort(t)
+		var err error
+		if port, err = pickPort(); err != nil {
+			t.Fatalf("zkproc: %v", err)
+		}
 	}
 	timeout := opts.StartTimeout
 	if timeout <= 0 {
