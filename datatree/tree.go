@@ -269,8 +269,12 @@ func (t *Tree) GetData(path string, auth []jute.Id, w Watcher) ([]byte, jute.Sta
 
 // Exists returns the node's Stat. It checks no ACL. A non-nil w registers a
 // one-shot data watch whether or not the node exists (an exist watch fires
-// NodeCreated when the node appears).
+// NodeCreated when the node appears). A path containing NUL fails with
+// ErrBadArguments and registers nothing, as in FinalRequestProcessor.
 func (t *Tree) Exists(path string, w Watcher) (jute.Stat, error) {
+	if strings.IndexByte(path, 0) >= 0 {
+		return jute.Stat{}, pathErr(ErrBadArguments, path)
+	}
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	if w != nil {

@@ -74,6 +74,18 @@ func TestWatchScenarios(t *testing.T) {
 			{getData("/a"), nil},
 			{del("/a"), []string{"deleted:/a"}},
 		}},
+		{"exists with NUL registers nothing", []step{
+			{func(h *harness, w *recorder) {
+				if _, err := h.tree.Exists("/a\x00", w); err == nil {
+					h.t.Fatal("exists with NUL succeeded")
+				}
+			}, nil},
+			{func(h *harness, w *recorder) {
+				if h.tree.WatchCount() != 0 {
+					h.t.Fatal("watch registered")
+				}
+			}, nil},
+		}},
 		{"failed getData registers nothing", []step{
 			{func(h *harness, w *recorder) { h.tree.GetData("/a", nil, w) }, nil},
 			{mk("/a"), nil},
