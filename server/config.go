@@ -2,6 +2,8 @@ package server
 
 import (
 	"fmt"
+	"os"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -44,7 +46,9 @@ type Config struct {
 	// ", built on". Default "3.8.4-zkd".
 	Version string
 	// BuiltOn is the build date reported after Version, in ZooKeeper's
-	// "2006-01-02 15:04 UTC" form. Default "unknown".
+	// "2006-01-02 15:04 UTC" form. Empty (the default) means the commit
+	// time recorded in the binary, else the executable's modification
+	// time, else "unknown".
 	BuiltOn string
 	// DataDir and DataLogDir are reported by conf, envi and dirs, whose sizes
 	// are the total bytes of the files below them.
@@ -73,7 +77,6 @@ func DefaultConfig() Config {
 		MaxPendingRequests:  1000,
 		FourLetterWhitelist: []string{"srvr"},
 		Version:             "3.8.4-zkd",
-		BuiltOn:             "unknown",
 	}
 }
 
@@ -123,4 +126,25 @@ func (c *Config) maxTimeout() time.Duration {
 		return 20 * c.TickTime
 	}
 	return c.MaxSessionTimeout
+}
+
+// builtOn guesses the build date of the running binary, as BuiltOn
+// describes.
+func builtOn() string {
+	const layout = "2006-01-02 15:04 UTC"
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, kv := range bi.Settings {
+			if kv.Key == "vcs.time" {
+				if t, err := time.Parse(time.RFC3339, kv.Value); err == nil {
+					return t.UTC().Format(layout)
+				}
+			}
+		}
+	}
+	if exe, err := os.Executable(); err == nil {
+		if fi, err := os.Stat(exe); err == nil {
+			return fi.ModTime().UTC().Format(layout)
+		}
+	}
+	return "unknown"
 }

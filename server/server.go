@@ -56,7 +56,7 @@ func New(cfg Config, b Backend) (*Server, error) {
 		cfg.Version = DefaultConfig().Version
 	}
 	if cfg.BuiltOn == "" {
-		cfg.BuiltOn = DefaultConfig().BuiltOn
+		cfg.BuiltOn = builtOn()
 	}
 	s := &Server{
 		cfg:   cfg,
