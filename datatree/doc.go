@@ -14,19 +14,30 @@
 // running server and its bytecode):
 //
 //   - Every write validates exactly as PrepRequestProcessor does, in the same
-//     order, and fails with a sentinel [Error] without changing anything.
+//     order, and fails with a sentinel [Error] without changing anything. A
+//     failed write still consumes its zxid (LastZxid).
 //   - A node keeps ZooKeeper's persisted cversion, which counts child
 //     creates only; clients see cversion*2-numChildren (creates plus
-//     deletes), and sequential names use the persisted value.
+//     deletes), and sequential suffixes use the persisted value.
 //   - Containers and TTL nodes keep their special ephemeralOwner encoding
 //     internally (0x8000000000000000, 0xFF<<56|ttl) and report 0 to clients.
-//   - Watches follow WatchManager: one event per watcher per trigger, data
-//     and child watch tables, persistent and persistent-recursive modes
-//     (registered in both tables, as 3.8.0 does), and delivery only to
-//     watchers that may READ the node when they expose their identities
-//     (see [AuthWatcher]).
+//     The create opcode, not the mode, decides the kind (see CreateOp.Type).
+//   - Watches follow WatchManager: a data and a child table, one event per
+//     watcher per trigger, persistent and persistent-recursive modes
+//     (registered in both tables, as 3.8.0 does; a later registration on the
+//     same path replaces the mode), and delivery only to watchers that may
+//     READ the node when they expose their identities ([AuthWatcher]).
+//   - Multi applies ops one by one with an undo log; watch triggers are
+//     queued and run only when the multi commits.
+//
+// Deliberate differences: child and ephemeral lists are sorted (ZooKeeper
+// returns hash order); a createTTL request with a non-TTL mode fails with
+// ErrBadArguments (ZooKeeper 3.8.0 breaks its request pipeline on a
+// negative TTL there); DeleteExpired re-checks that the node is still an
+// expired container or TTL node at apply time; quota statistics under
+// /zookeeper/quota are not maintained.
 //
 // Locking: one RWMutex guards the nodes and a second mutex guards the watch
 // tables (order: tree lock, then watch lock). Watchers are notified after
-// both are released.
+// both are released, on the goroutine that made the change.
 package datatree
