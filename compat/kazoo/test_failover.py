@@ -161,3 +161,93 @@ class FailoverTest(KazooTestCase):
         for r in recs:
             self.assertNotIn(KazooState.LOST, r.states)
         self.assertEqual(setup.get_children(self.p("lock")), [])
+
+
+class CrashSessionTest(KazooTestCase):
+    """Sessions across a server crash (SIGKILL and restart on the same
+    data): ZooKeeper reloads every session and restarts its clock at
+    startup, so a live client keeps its session even after an outage
+    longer than its timeout, a dead client's session still expires (one
+    timeout after the restart) and a closed session stays closed."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = None
+
+    def test_dead_holder_released_after_restart(self):
+        cl = self.own_cluster()
+        timeout = 2.0
+        holder = self.client_process(cl.hosts, timeout, "lock:%s:holder" % self.p("lock"))
+        waiter = self.client(cl)
+        lw = waiter.Lock(self.p("lock"), "waiter")
+        self.assertEqual(lw.contenders(), ["holder"])
+        holder.kill()
+        for m in cl.members:
+            m.kill()
+        for m in cl.members:
+            m.start()
+        t0 = time.monotonic()
+        self.assertTrue(lw.acquire(timeout=30))
+        elapsed = time.monotonic() - t0
+        self.assertGreater(elapsed, timeout * 0.5,
+                           "the dead holder's session ended before its timeout ran from the restart")
+        self.assertEqual(lw.contenders(), ["waiter"])
+        lw.release()
+
+    def test_live_session_survives_outage_longer_than_timeout(self):
+        cl = self.own_cluster()
+        timeout = 2.0
+        a = self.client(cl, timeout=timeout)
+        rec = StateRecorder()
+        a.add_listener(rec)
+        sid = a.client_id[0]
+        a.create(self.p("eph"), b"e", ephemeral=True, makepath=True)
+        for m in cl.members:
+            m.kill()
+        rec.wait_for(KazooState.SUSPENDED)
+        time.sleep(timeout * 1.5)
+        for m in cl.members:
+            m.start()
+        rec.wait_for(KazooState.CONNECTED, timeout=30)
+        self.assertEqual(a.client_id[0], sid)
+        self.assertNotIn(KazooState.LOST, rec.states)
+        # Stay connected past another timeout: the session is really live.
+        time.sleep(timeout * 1.5)
+        self.assertEqual(self.client(cl).exists(self.p("eph")).ephemeralOwner, sid)
+        self.assertNotIn(KazooState.LOST, rec.states)
+
+    def test_closed_session_stays_closed(self):
+        cl = self.own_cluster()
+        a = self.client(cl)
+        a.create(self.p("eph"), ephemeral=True, makepath=True)
+        sid, passwd = a.client_id
+        a.stop()
+        for m in cl.members:
+            m.kill()
+        for m in cl.members:
+            m.start()
+        b = self.client(cl)
+        self.assertIsNone(b.exists(self.p("eph")))
+        c = self.client(cl, client_id=(sid, passwd))
+        self.assertNotEqual(c.client_id[0], sid)
+
+    def test_acknowledged_writes_survive_kill9(self):
+        cl = self.own_cluster()
+        a = self.client(cl)
+        a.ensure_path(self.root)
+        results = [a.create_async(self.p("n-"), b"%d" % i, sequence=True) for i in range(300)]
+        names = [r.get(timeout=30) for r in results]
+        t = a.transaction()
+        t.create(self.p("multi"), b"m")
+        t.set_data(self.p("n-%010d" % 0), b"changed")
+        t.commit()
+        before = {n: a.get(self.p(n)) for n in a.get_children(self.root)}
+        for m in cl.members:
+            m.kill()
+        for m in cl.members:
+            m.start()
+        b = self.client(cl)
+        after = {n: b.get(self.p(n)) for n in b.get_children(self.root)}
+        self.assertEqual(len(after), 301)
+        self.assertEqual(after, before)  # data and every Stat field
+        self.assertEqual(sorted(self.p(n) for n in after if n.startswith("n-")), names)
