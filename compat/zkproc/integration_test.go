@@ -72,9 +72,7 @@ func exercise(t *testing.T, s *Server) {
 		t.Fatal("handshake succeeded while paused")
 	}
 	s.Resume()
-	if err := Handshake(s.Addr, 5*time.Second); err != nil {
-		t.Fatalf("handshake after Resume: %v", err)
-	}
+	WaitServing(t, s.Addr, 5*time.Second)
 
 	s.Pause() // Stop must also end a paused server
 	s.Stop()
@@ -151,6 +149,7 @@ func TestIntegration_ZooKeeperEnsemble(t *testing.T) {
 		t.Fatalf("Exists(/ens) = %v, %v", ok, err)
 	}
 	servers[0].Restart(t)
+	WaitServing(t, servers[0].Addr, 30*time.Second)
 }
 
 // TestIntegration_ZkdStarts builds ./cmd/zkd, starts it from a zoo.cfg and

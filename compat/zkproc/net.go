@@ -118,3 +118,21 @@ func readFrame(r io.Reader) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// WaitServing polls addr with Handshake until it grants a session, failing
+// t after timeout. Use it after Resume, or after a member of an ensemble
+// lost its leader, to wait until clients can be served again.
+func WaitServing(t testing.TB, addr string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := Handshake(addr, time.Second)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("zkproc: %s not serving after %v: %v", addr, timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
