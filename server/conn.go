@@ -115,7 +115,7 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		nc:         nc,
 		remote:     nc.RemoteAddr().String(),
 		ip:         ip,
-		br:         bufio.NewReaderSize(nc, 16<<10),
+		br:         bufio.NewReaderSize(nc, 4<<10),
 		done:       make(chan struct{}),
 		slots:      make(chan *slot, s.cfg.MaxPendingRequests),
 		outSignal:  make(chan struct{}, 1),
@@ -359,7 +359,7 @@ func (c *conn) readLoop() {
 	for {
 		c.nc.SetReadDeadline(c.readDeadline())
 		frame, err := c.readFrameInto(c.rbuf)
-		if cap(frame) <= 64<<10 {
+		if cap(frame) <= 16<<10 {
 			c.rbuf = frame // keep buffers of common sizes for the next frame
 		}
 		if err != nil {
@@ -803,7 +803,7 @@ func (c *conn) overflow() {
 
 // writeLoop is the writer goroutine.
 func (c *conn) writeLoop() {
-	bw := bufio.NewWriterSize(c.nc, 32<<10)
+	bw := bufio.NewWriterSize(c.nc, 8<<10)
 	var batch [][]byte
 	for {
 		select {
