@@ -42,12 +42,13 @@ _root_seq = itertools.count(1)
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def start_cluster(name, **server_opts):
-    """Start a cluster of CONFIG.kind with CONFIG.members members in a fresh
-    directory under the run's base directory."""
+def start_cluster(name, members=None, **server_opts):
+    """Start a cluster of CONFIG.kind with CONFIG.members members (or
+    members, when given) in a fresh directory under the run's base
+    directory."""
     d = os.path.join(CONFIG.base_dir, "%s-%d" % (name, next(_dir_seq)))
     server_opts.setdefault("zkd_bin", CONFIG.zkd_bin)
-    return harness.Cluster.start(CONFIG.kind, d, members=CONFIG.members, **server_opts)
+    return harness.Cluster.start(CONFIG.kind, d, members=members or CONFIG.members, **server_opts)
 
 
 def wait_for(cond, timeout=10.0, interval=0.02, msg="condition"):
@@ -175,9 +176,10 @@ class KazooTestCase(unittest.TestCase):
         """Every cluster this test used (for log tails on failure)."""
         return ([self.cluster] if self.cluster else []) + self._own
 
-    def own_cluster(self, **server_opts):
-        """A cluster for this test alone, stopped after it."""
-        cl = start_cluster(self.id().rsplit(".", 1)[-1], **server_opts)
+    def own_cluster(self, members=None, **server_opts):
+        """A cluster for this test alone (of members members, default
+        CONFIG.members), stopped after it."""
+        cl = start_cluster(self.id().rsplit(".", 1)[-1], members=members, **server_opts)
         self._own.append(cl)
         return cl
 

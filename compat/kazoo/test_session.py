@@ -15,6 +15,7 @@ a process of its own (clientproc.py) so it can be frozen with SIGSTOP:
   a watch on the victim's ephemeral, then the victim thaws and sees LOST.
 """
 
+import os
 import time
 
 from kazoo.exceptions import NoNodeError
@@ -140,6 +141,39 @@ class ReconnectTest(KazooTestCase):
         self.assertEqual(logs["same"].wait_len(2)[1], b"1")
         self.assertEqual(logs["w"].wait_len(3)[2], b"2")
         self.assertNotIn(KazooState.LOST, rec.states)
+
+
+    def test_refuses_client_that_saw_newer_zxid(self):
+        # A client that has seen zxid Z must not be served by a server that
+        # is behind Z (it would go back in time): ZooKeeper closes such a
+        # connection and the client keeps trying. (Standalone even in an
+        # ensemble run: the fresh server stands in for the whole service.)
+        cl = self.own_cluster(members=1)
+        old = cl.members[0]
+        a = self.client(cl)
+        rec = StateRecorder()
+        a.add_listener(rec)
+        sid = a.client_id[0]
+        a.ensure_path(self.root)
+        for i in range(30):
+            a.create(self.p("n%d" % i))
+        old.stop()
+        rec.wait_for(KazooState.SUSPENDED)
+        fresh = harness.Server(old.kind, old.dir + "-fresh", port=old.port,
+                               tick_time=old.tick_time, zkd_bin=old.zkd_bin)
+        os.makedirs(fresh.dir)
+        fresh.start()
+        try:
+            b = self.client(harness.Cluster([fresh]))
+            self.assertIsNone(b.exists(self.p("n0")))
+            time.sleep(2)
+            self.assertEqual(rec.states, [KazooState.SUSPENDED], "served by a server behind the client")
+        finally:
+            fresh.stop()
+        old.start()
+        rec.wait_for(KazooState.CONNECTED, timeout=30)
+        self.assertEqual(a.client_id[0], sid)
+        self.assertIsNotNone(a.exists(self.p("n29")))
 
 
 class ExpiryTest(KazooTestCase):
