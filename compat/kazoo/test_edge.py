@@ -169,3 +169,12 @@ class FourLetterTest(KazooTestCase):
         wait_for(lambda: int(mntr(c)["zk_watch_count"]) == w0 + 1, msg="watch count -1 after firing")
         c.delete(self.p("e1"))
         self.assertEqual(int(mntr(c)["zk_ephemerals_count"]), int(m0["zk_ephemerals_count"]) + 1)
+        # A closed session's watches and ephemerals are gone from the counts.
+        d = self.client()
+        for i in range(3):
+            d.exists(self.p("n%d" % i), watch=lambda e: None)
+        d.create(self.p("e3"), ephemeral=True)
+        wait_for(lambda: int(mntr(c)["zk_watch_count"]) == w0 + 4, msg="watch count +3")
+        d.stop()
+        wait_for(lambda: int(mntr(c)["zk_watch_count"]) == w0 + 1, msg="watch count back")
+        self.assertEqual(int(mntr(c)["zk_ephemerals_count"]), int(m0["zk_ephemerals_count"]) + 1)

@@ -18,9 +18,10 @@ a process of its own (clientproc.py) so it can be frozen with SIGSTOP:
 import os
 import time
 
-from kazoo.exceptions import NoNodeError
+from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+from kazoo.security import make_digest_acl
 
 import harness
 from kzsuite import EventLog, KazooTestCase, StateRecorder, wait_for
@@ -176,6 +177,23 @@ class ReconnectTest(KazooTestCase):
         self.assertIsNotNone(a.exists(self.p("n29")))
 
 
+    def test_auth_restored_after_restart(self):
+        # Kazoo re-sends its add_auth credentials on every reconnect; the
+        # server must apply them before the requests that follow.
+        cl = self.own_cluster()
+        a = self.client(cl)
+        a.add_auth("digest", "carol:pw")
+        a.create(self.p("priv"), b"p", acl=[make_digest_acl("carol", "pw", all=True)], makepath=True)
+        rec = StateRecorder()
+        a.add_listener(rec)
+        cl.member_for(a).restart(kill=True)
+        rec.wait_for(KazooState.CONNECTED)
+        self.assertEqual(a.get(self.p("priv"))[0], b"p")
+        a.set(self.p("priv"), b"q")
+        with self.assertRaises(NoAuthError):
+            self.client(cl).get(self.p("priv"))
+
+
 class ExpiryTest(KazooTestCase):
     """Session expiry; the shared server has tickTime 500 (session
     timeouts 1 s to 10 s)."""
@@ -220,12 +238,12 @@ class ExpiryTest(KazooTestCase):
         victim.wait_report(lambda r: r.get("state") == "LOST", what="LOST")
 
     def test_live_session_does_not_expire(self):
-        c = self.client(timeout=2.0)
+        c = self.client(timeout=3.0)
         rec = StateRecorder()
         c.add_listener(rec)
         c.ensure_path(self.root)
         c.create(self.p("e"), ephemeral=True)
-        time.sleep(5)  # 2.5 timeouts: kept alive by pings alone
+        time.sleep(7)  # over two timeouts: kept alive by pings alone
         self.assertEqual(rec.states, [])
         self.assertIsNotNone(self.client().exists(self.p("e")))
 
