@@ -33,6 +33,7 @@ type config struct {
 	locks          int
 	size           int
 	hold           time.Duration
+	interval       time.Duration
 	json           bool
 	sessionTimeout time.Duration
 	root           string
@@ -56,6 +57,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.locks, "locks", 1, "lock paths for -workload lock (equal to -clients: uncontended)")
 	fs.IntVar(&c.size, "size", 1024, "data bytes per node (create, set, get, fill)")
 	fs.DurationVar(&c.hold, "hold", 0, "time a lock is held before release")
+	fs.DurationVar(&c.interval, "interval", 0, "if set, print ops/s and errors to stderr every `interval` while measuring")
 	fs.BoolVar(&c.json, "json", false, "print the result as one JSON object")
 	fs.DurationVar(&c.sessionTimeout, "session-timeout", 10*time.Second, "requested session timeout")
 	fs.StringVar(&c.root, "root", "", "parent of every node zkbench creates (default /zkbench-<pid>, /zkbench-fill for fill)")
@@ -103,6 +105,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("zkbench: -size %d: want 0 to %d", c.size, maxSize)
 	case c.hold < 0:
 		return config{}, fmt.Errorf("zkbench: -hold %v: want 0 or more", c.hold)
+	case c.interval < 0:
+		return config{}, fmt.Errorf("zkbench: -interval %v: want 0 or more", c.interval)
 	case c.sessionTimeout <= 0:
 		return config{}, fmt.Errorf("zkbench: -session-timeout %v: want more than 0", c.sessionTimeout)
 	}

@@ -29,6 +29,8 @@ func TestParseArgs(t *testing.T) {
 					c.clients == 16 && c.locks == 16 && c.duration == 3*time.Second && c.warmup == 0 && c.json &&
 					c.hold == time.Millisecond
 			}, ""},
+		{"interval", strings.Fields("-interval 250ms"), func(c config) bool { return c.interval == 250*time.Millisecond }, ""},
+		{"negative interval", strings.Fields("-interval -1s"), nil, "-interval"},
 		{"size zero", strings.Fields("-workload create -size 0"), func(c config) bool { return c.size == 0 }, ""},
 		{"fill root", strings.Fields("-workload fill -count 10"), func(c config) bool { return c.root == "/zkbench-fill" && c.count == 10 }, ""},
 		{"wait", strings.Fields("-workload wait -path /a/b -timeout 5s"), func(c config) bool { return c.path == "/a/b" && c.timeout == 5*time.Second }, ""},

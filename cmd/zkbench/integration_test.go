@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,4 +115,76 @@ func TestIntegration_ZooKeeper(t *testing.T) {
 func TestIntegration_Zkd(t *testing.T) {
 	s := zkproc.StartZkd(t, zkproc.Options{})
 	benchAgainst(t, s.Addr)
+}
+
+// failover runs the set workload while s is killed and restarted: the
+// clients must keep going through the outage (go-zk reconnects and resumes
+// the session) and the interval lines must show work after the restart.
+func failover(t *testing.T, s *zkproc.Server) {
+	cfg, err := parseArgs([]string{"-servers", s.Addr, "-workload", "set", "-clients", "3", "-duration", "6s",
+		"-warmup", "0s", "-interval", "250ms", "-size", "10", "-root", "/failover"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress syncBuffer
+	type outcome struct {
+		res *result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := run(context.Background(), cfg, &progress)
+		done <- outcome{res, err}
+	}()
+	time.Sleep(time.Second)
+	s.Kill()
+	time.Sleep(500 * time.Millisecond)
+	s.Restart(t)
+	out := <-done
+	if out.err != nil {
+		t.Fatalf("run: %v\n%s", out.err, progress.String())
+	}
+	t.Logf("ops %d, errors %d, intervals:\n%s", out.res.Ops, out.res.Errors, progress.String())
+	lines := strings.Split(strings.TrimSpace(progress.String()), "\n")
+	if len(lines) < 15 {
+		t.Fatalf("%d interval lines, want about 24:\n%s", len(lines), progress.String())
+	}
+	var zero, afterRestart int
+	for i, l := range lines {
+		if strings.Contains(l, "ops/s=0.0 ") {
+			zero++
+		} else if zero > 0 && i > len(lines)/2 {
+			afterRestart++
+		}
+	}
+	if zero == 0 || afterRestart == 0 {
+		t.Fatalf("want idle intervals during the outage and busy ones after it:\n%s", progress.String())
+	}
+	assertGone(t, s.Addr, "/failover")
+}
+
+// syncBuffer is a strings.Builder safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+func TestIntegration_ZkdFailover(t *testing.T) {
+	failover(t, zkproc.StartZkd(t, zkproc.Options{}))
+}
+
+func TestIntegration_ZooKeeperFailover(t *testing.T) {
+	failover(t, zkproc.StartZooKeeper(t, zkproc.Options{}))
 }

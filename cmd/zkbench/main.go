@@ -17,6 +17,9 @@
 // After -warmup, operations are counted for -duration; zkbench prints
 // ops/s and latency quantiles (p50, p90, p99, p999, max) from a log-linear
 // histogram. All nodes live under /zkbench-<pid>, deleted at the end.
+// Failed operations are counted and the clients carry on (go-zk reconnects
+// by itself); -interval D prints ops/s and errors every D on stderr, so a
+// run across a server restart or leader change shows the outage.
 //
 // Two helper modes serve scripts/bench-vs-zookeeper.sh:
 //

@@ -62,8 +62,8 @@ func collect(cfg config, clients []*client, elapsed time.Duration) *result {
 	}
 	for _, c := range clients {
 		h.Merge(c.hist)
-		res.Ops += c.ops
-		res.Errors += c.errors
+		res.Ops += c.ops.Load()
+		res.Errors += c.errors.Load()
 		if c.last != nil {
 			res.lastErr = c.last
 		}

@@ -30,8 +30,8 @@ type client struct {
 	id     int
 	conn   *zk.Conn
 	hist   *Histogram
-	ops    uint64
-	errors uint64
+	ops    atomic.Uint64 // read by the -interval reporter
+	errors atomic.Uint64
 	last   error
 }
 
@@ -239,7 +239,7 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 		return nil, err
 	}
 
-	elapsed := drive(ctx, clients, fn, cfg.warmup, cfg.duration)
+	elapsed := drive(ctx, clients, fn, cfg.warmup, cfg.duration, cfg.interval, logw)
 	res := collect(cfg, clients, elapsed)
 	if err := cleanup(); err != nil {
 		return res, err
@@ -269,10 +269,17 @@ func setup(c *zk.Conn, root string, clients int, data []byte) error {
 	return nil
 }
 
+// errorBackoff is a client's pause after a failed operation.
+const errorBackoff = 10 * time.Millisecond
+
 // drive runs fn in a closed loop on every client: warmup unmeasured, then
 // duration measured. An operation counts if it started inside the measured
-// window. It returns the measured window's length (shorter if ctx ended it).
-func drive(ctx context.Context, clients []*client, fn op, warmup, duration time.Duration) time.Duration {
+// window. Errors are counted and the client goes on (go-zk reconnects by
+// itself), so a run across a server failover shows the outage. With
+// interval > 0, a line of throughput and errors per interval goes to
+// progress. It returns the measured window's length (shorter if ctx ended
+// it).
+func drive(ctx context.Context, clients []*client, fn op, warmup, duration, interval time.Duration, progress io.Writer) time.Duration {
 	var phase atomic.Int32
 	var wg sync.WaitGroup
 	for _, c := range clients {
@@ -283,18 +290,19 @@ func drive(ctx context.Context, clients []*client, fn op, warmup, duration time.
 					return
 				}
 				lat, err := fn(c)
+				if err != nil && errors.Is(err, zk.ErrClosing) {
+					return // the session was closed under us: shutting down
+				}
 				if p != phaseMeasure {
 					continue
 				}
 				if err != nil {
-					c.errors++
+					c.errors.Add(1)
 					c.last = err
-					if errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed) {
-						return
-					}
+					time.Sleep(errorBackoff) // while disconnected, go-zk fails fast
 					continue
 				}
-				c.ops++
+				c.ops.Add(1)
 				c.hist.Record(lat)
 			}
 		})
@@ -313,10 +321,44 @@ func drive(ctx context.Context, clients []*client, fn op, warmup, duration time.
 	if wait(warmup) {
 		start := time.Now()
 		phase.Store(phaseMeasure)
+		stopReport := make(chan struct{})
+		reported := make(chan struct{})
+		go func() {
+			defer close(reported)
+			if interval > 0 {
+				report(clients, start, interval, progress, stopReport)
+			}
+		}()
 		wait(duration)
 		elapsed = time.Since(start)
+		close(stopReport)
+		<-reported
 	}
 	phase.Store(phaseDone)
 	wg.Wait()
 	return elapsed
+}
+
+// report prints, every interval until stop, the operations and errors of
+// the last interval: "t=2.0s ops/s=1234.5 errors=0".
+func report(clients []*client, start time.Time, interval time.Duration, w io.Writer, stop <-chan struct{}) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	var lastOps, lastErrs uint64
+	last := start
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-tick.C:
+			var ops, errs uint64
+			for _, c := range clients {
+				ops += c.ops.Load()
+				errs += c.errors.Load()
+			}
+			secs := now.Sub(last).Seconds()
+			fmt.Fprintf(w, "t=%.1fs ops/s=%.1f errors=%d\n", now.Sub(start).Seconds(), float64(ops-lastOps)/secs, errs-lastErrs)
+			lastOps, lastErrs, last = ops, errs, now
+		}
+	}
 }
