@@ -18,5 +18,14 @@
 //
 // Ensembles of three members are started with StartZkdEnsemble or
 // StartZooKeeperEnsemble; each member is a *Server of its own, so one can be
-// paused (SIGSTOP), killed or restarted while the others run.
+// paused (SIGSTOP), killed or restarted while the others run; WaitServing
+// waits until a member grants sessions again.
+//
+// StartProxy puts a TCP proxy in front of a server for client-side network
+// faults: Blackhole (connections stay open, no byte passes), Reject (new
+// connections closed at once), Reset (every connection cut), Heal.
+//
+// Environment: ZKD_BIN names a prebuilt zkd to use instead of building one
+// (make test sets it); ZKD_BUILDFLAGS adds go build flags (e.g. -race);
+// CI=true turns a missing ZooKeeper installation from a skip into a failure.
 package zkproc
