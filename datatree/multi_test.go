@@ -29,7 +29,9 @@ func TestMultiCommit(t *testing.T) {
 	if failed {
 		t.Fatalf("multi failed: %+v", res)
 	}
-	wantTypes := []int32{jute.OpCreate, jute.OpCreate2, jute.OpCreate, jute.OpCheck, jute.OpSetData, jute.OpCheck, jute.OpDelete}
+	// A create2 op reports create: ZooKeeper rebuilds multi creates from
+	// their mode.
+	wantTypes := []int32{jute.OpCreate, jute.OpCreate, jute.OpCreate, jute.OpCheck, jute.OpSetData, jute.OpCheck, jute.OpDelete}
 	for i, r := range res {
 		if r.Type != wantTypes[i] || r.Err != nil {
 			t.Fatalf("result %d: %+v", i, r)
@@ -195,4 +197,39 @@ func TestMultiSequentialAfterDelete(t *testing.T) {
 	if n, _ := h.tree.GetAllChildrenNumber("/", nil); n != 5 {
 		t.Fatalf("GetAllChildrenNumber(/) = %d", n)
 	}
+}
+
+// Checked against ZooKeeper 3.8.0's MultiOperationRecord: the mode, not the
+// op type, decides what a create in a multi makes and reports.
+func TestMultiCreateKinds(t *testing.T) {
+	h := newHarness(t, Config{ExtendedTypes: true})
+	res, failed := h.tree.Multi(h.tx(1), []Op{
+		{Type: jute.OpCreate2, Create: CreateOp{Path: "/c", ACL: OpenACLUnsafe, Mode: jute.ModeContainer}},
+		{Type: jute.OpCreateContainer, Create: CreateOp{Path: "/p", ACL: OpenACLUnsafe, Mode: jute.ModePersistent}},
+		{Type: jute.OpCreateTTL, Create: CreateOp{Path: "/q", ACL: OpenACLUnsafe, Mode: jute.ModePersistent, TTL: 10}},
+		{Type: jute.OpCreateTTL, Create: CreateOp{Path: "/t", ACL: OpenACLUnsafe, Mode: jute.ModePersistentWithTTL, TTL: 10}},
+	})
+	if failed {
+		t.Fatalf("%+v", res)
+	}
+	for i, want := range []int32{jute.OpCreateContainer, jute.OpCreate, jute.OpCreate, jute.OpCreateTTL} {
+		if res[i].Type != want {
+			t.Errorf("result %d type %d, want %d", i, res[i].Type, want)
+		}
+	}
+	h.tree.mu.RLock()
+	kinds := []ephType{h.tree.ephemeralType(h.tree.lookup("/c").stat.ephemeralOwner), h.tree.ephemeralType(h.tree.lookup("/p").stat.ephemeralOwner),
+		h.tree.ephemeralType(h.tree.lookup("/q").stat.ephemeralOwner), h.tree.ephemeralType(h.tree.lookup("/t").stat.ephemeralOwner)}
+	h.tree.mu.RUnlock()
+	if !slices.Equal(kinds, []ephType{typeContainer, typeVoid, typeVoid, typeTTL}) {
+		t.Fatalf("kinds %v", kinds)
+	}
+	res, failed = h.tree.Multi(h.tx(1), []Op{
+		{Type: jute.OpCreate, Create: CreateOp{Path: "/u", ACL: OpenACLUnsafe, Mode: jute.ModePersistentWithTTL}},
+	})
+	if !failed {
+		t.Fatal("TTL mode without a TTL succeeded")
+	}
+	wantErr(t, "ttl mode in create op", res[0].Err, ErrBadArguments)
+	h.check()
 }

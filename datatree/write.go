@@ -20,7 +20,8 @@ type CreateOp struct {
 	// ZooKeeper (createContainer always makes a container, createTTL a TTL
 	// node, create/create2 an ephemeral or persistent node). 0 infers it
 	// from Mode: container mode → createContainer, TTL modes → createTTL,
-	// others → create. In Multi, Op.Type wins.
+	// others → create. Multi ignores it and Op.Type alike: ZooKeeper
+	// rebuilds every create of a multi from its mode (see Multi).
 	Type int32
 }
 
@@ -35,7 +36,11 @@ type Op struct {
 
 // OpResult is the outcome of one op of a multi.
 type OpResult struct {
-	Type int32     // the op's type on success; jute.OpError when the multi failed
+	// Type is jute.OpError when the multi failed. On success it is the op's
+	// type, except for creates: ZooKeeper reports jute.OpCreate (answer
+	// with the path only), OpCreateContainer or OpCreateTTL (answer with
+	// path and Stat) according to the mode, even for a create2 op.
+	Type int32
 	Err  error     // when the multi failed: nil for ops before the failing one (code 0), its error, then ErrRuntimeInconsistency
 	Path string    // creates
 	Stat jute.Stat // creates and setData
@@ -150,7 +155,11 @@ func (t *Tree) SetACL(tx *Txn, path string, acl []jute.ACL, aversion int32) (jut
 }
 
 // Multi applies ops all-or-nothing. Each op sees the effects of the earlier
-// ones. On the first failure everything is rolled back, no watch fires, and
+// ones. A create op's kind and result type follow its mode, as ZooKeeper's
+// MultiOperationRecord decoding makes them: a createTTL op with a plain
+// mode makes a plain node, a createContainer op with a plain mode a plain
+// node, and a TTL mode outside a createTTL op (Create.TTL unset) fails with
+// ErrBadArguments. On the first failure everything is rolled back, no watch fires, and
 // every result has Type jute.OpError with Err nil before the failing op, its
 // error at it and ErrRuntimeInconsistency after it.
 func (t *Tree) Multi(tx *Txn, ops []Op) (results []OpResult, failed bool) {
@@ -166,7 +175,11 @@ func (t *Tree) Multi(tx *Txn, ops []Op) (results []OpResult, failed bool) {
 		r := OpResult{Type: op.Type}
 		switch op.Type {
 		case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL:
-			r.Path, r.Stat, err = w.create(op.Create, op.Type)
+			// ZooKeeper's MultiOperationRecord rebuilds every create
+			// from its flags, so the mode decides the opcode (and the
+			// result type) whatever the op said.
+			r.Type = createOpcode(op.Create.Mode)
+			r.Path, r.Stat, err = w.create(op.Create, r.Type)
 		case jute.OpDelete:
 			err = w.delete(op.Path, op.Version)
 		case jute.OpSetData:
@@ -316,6 +329,17 @@ func appendSequence(path string, v int32) string {
 	return string(append(b, d...))
 }
 
+// createOpcode is the opcode ZooKeeper's Op.create picks for a mode.
+func createOpcode(mode int32) int32 {
+	switch {
+	case mode == jute.ModeContainer:
+		return jute.OpCreateContainer
+	case isTTLMode(mode):
+		return jute.OpCreateTTL
+	}
+	return jute.OpCreate
+}
+
 func isTTLMode(mode int32) bool {
 	return mode == jute.ModePersistentWithTTL || mode == jute.ModePersistentSequentialWithTTL
 }
@@ -336,14 +360,7 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 		return "", jute.Stat{}, pathErr(ErrBadArguments, path)
 	}
 	if opcode == 0 {
-		switch {
-		case mode == jute.ModeContainer:
-			opcode = jute.OpCreateContainer
-		case isTTLMode(mode):
-			opcode = jute.OpCreateTTL
-		default:
-			opcode = jute.OpCreate
-		}
+		opcode = createOpcode(mode)
 	}
 	ttl := int64(-1)
 	if opcode == jute.OpCreateTTL {
