@@ -171,6 +171,12 @@ func TestGoldenZooKeeper(t *testing.T) {
 						fail("children %v, ZooKeeper %v", kids, r.Children)
 					}
 					checkStat(st)
+				case "addwatch":
+					got = tr.AddWatch(r.Path, w, r.Mode)
+				case "checkwatches":
+					got = tr.CheckWatches(r.Path, w, r.Mode)
+				case "removewatches":
+					got = tr.RemoveWatches(r.Path, w, r.Mode)
 				case "multi":
 					ops := make([]Op, len(r.Ops))
 					for i, o := range r.Ops {
@@ -209,7 +215,7 @@ func TestGoldenZooKeeper(t *testing.T) {
 				if ev := w.take(); !slices.Equal(ev, r.Events) && !(len(ev) == 0 && len(r.Events) == 0) {
 					fail("events %v, ZooKeeper %v", ev, r.Events)
 				}
-				if tr.LastZxid() != r.Zxid && r.Zxid != 0 && r.Op != "exists" && r.Op != "get" && r.Op != "children" {
+				if tr.LastZxid() != r.Zxid && r.Zxid != 0 && !slices.Contains([]string{"exists", "get", "children", "addwatch", "checkwatches", "removewatches"}, r.Op) {
 					fail("LastZxid %d, want %d", tr.LastZxid(), r.Zxid)
 				}
 				if err := tr.CheckInvariants(); err != nil {
