@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
@@ -508,5 +509,51 @@ func TestOutstandingSettlesAfterAbruptClose(t *testing.T) {
 	waitFor(t, "connection gone", func() bool { return len(ts.Conns()) == 0 })
 	if got := ts.Stats().Outstanding; got != 0 {
 		t.Fatalf("outstanding = %d after the connection closed, want 0", got)
+	}
+}
+
+// TestSlowReaderIsClosed pipelines large reads without reading the
+// replies: once the socket buffers are full the output queue passes its cap
+// and the connection is closed, while writes that fire its watches go on.
+func TestSlowReaderIsClosed(t *testing.T) {
+	ts := startServer(t, func(c *Config) { c.MaxOutQueueBytes = 2 << 20 })
+	w := dialRaw(t, ts.addr)
+	w.session()
+	w.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/big", Data: make([]byte, 512<<10), Acl: openACL}, &jute.CreateResponse{})
+	w.call(2, jute.OpCreate, &jute.CreateRequest{Path: "/other", Acl: openACL}, &jute.CreateResponse{})
+	slow := dialRaw(t, ts.addr)
+	slow.nc.(interface{ SetReadBuffer(int) error }).SetReadBuffer(4096)
+	slow.session()
+	slow.call(1, jute.OpAddWatch, &jute.AddWatchRequest{Path: "/", Mode: jute.AddWatchModePersistentRecursive}, &jute.ErrorResponse{})
+	var slowConn *conn
+	for _, c := range ts.connections() {
+		if c.sessionID.Load() == slow.id {
+			slowConn = c
+		}
+	}
+	go func() {
+		e := jute.NewEncoder(nil)
+		(&jute.RequestHeader{Xid: 2, Type: jute.OpGetData}).Encode(e)
+		(&jute.GetDataRequest{Path: "/big"}).Encode(e)
+		req := frameOf(e.Bytes())
+		for range 200 {
+			if _, err := slow.nc.Write(req); err != nil {
+				return
+			}
+		}
+	}()
+	for i := range 50 {
+		start := time.Now()
+		if h := w.call(int32(10+i), jute.OpSetData, &jute.SetDataRequest{Path: "/other", Data: []byte("x"), Version: -1}, &jute.SetDataResponse{}); h.Err != 0 {
+			t.Fatalf("setData: %+v", h)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("a write firing the slow client's watch took %v", d)
+		}
+	}
+	select {
+	case <-slowConn.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("slow reader still connected")
 	}
 }
