@@ -9,11 +9,15 @@
 # alternating which server goes first; the table shows the median round.
 # Then each server gets ZNODES znodes (RSS before and after, from ps -o rss)
 # and is restarted, timing how long until a client can read the last one.
+# ENSEMBLE=3 runs three members of each instead (same machine; the clients
+# spread over them; RSS is the members' sum; restart restarts all and waits
+# until every member serves the node).
 #
 # Knobs (environment): ROUNDS=3 DURATION=10s WARMUP=2s CLIENTS=16 SIZE=1024
 # ZNODES=100000 FILL_SIZE=100 WORKLOADS="create set get lock:1 lock:$CLIENTS"
 # (lock:L is the lock workload on L lock paths; L=CLIENTS is uncontended)
-# SERVERS="zkd zookeeper" BENCH_DIR=<dir, default a fresh one in /var/tmp>
+# SERVERS="zkd zookeeper" ENSEMBLE=1 BENCH_DIR=<dir, default a fresh one in
+# /var/tmp>
 # KEEP=1 keeps BENCH_DIR and the raw JSON results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,15 +52,28 @@ free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-declare -A PORT PID
+# Each server kind runs MEMBERS members; member i of kind s has client port
+# CPORT[s.i], quorum and election ports QPORT/EPORT[s.i], and pid PID[s.i].
+MEMBERS=${ENSEMBLE:-1}
+declare -A CPORT QPORT EPORT PID
 RESULTS=$BENCH_DIR/results.jsonl
 : >"$RESULTS"
 
+members() { seq 1 "$MEMBERS"; }
+
+# addrs SERVER: the client address list of all its members.
+addrs() {
+	local s=$1 i out=()
+	for i in $(members); do out+=("127.0.0.1:${CPORT[$s.$i]}"); done
+	(IFS=,; echo "${out[*]}")
+}
+
 cleanup() {
-	for s in $SERVERS; do
-		if [ -n "${PID[$s]:-}" ] && kill -0 "${PID[$s]}" 2>/dev/null; then
-			kill -TERM "${PID[$s]}" 2>/dev/null || true
-			wait "${PID[$s]}" 2>/dev/null || true
+	local k
+	for k in "${!PID[@]}"; do
+		if [ -n "${PID[$k]}" ] && kill -0 "${PID[$k]}" 2>/dev/null; then
+			kill -TERM "${PID[$k]}" 2>/dev/null || true
+			wait "${PID[$k]}" 2>/dev/null || true
 		fi
 	done
 	if [ "${KEEP:-0}" = 1 ]; then
@@ -67,24 +84,34 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# write_cfg SERVER: the same zoo.cfg for both, apart from paths and port.
+# write_cfg SERVER MEMBER: the same zoo.cfg for both kinds, apart from paths
+# and ports.
 write_cfg() {
-	local s=$1 dir=$BENCH_DIR/$1
+	local s=$1 i=$2 dir=$BENCH_DIR/$1/$2 j
 	mkdir -p "$dir/data"
 	cat >"$dir/zoo.cfg" <<-EOF
 		tickTime=2000
+		initLimit=10
+		syncLimit=5
 		dataDir=$dir/data
-		clientPort=${PORT[$s]}
+		clientPort=${CPORT[$s.$i]}
 		clientPortAddress=127.0.0.1
 		maxClientCnxns=0
 		admin.enableServer=false
 		4lw.commands.whitelist=*
 	EOF
+	if [ "$MEMBERS" -gt 1 ]; then
+		echo "$i" >"$dir/data/myid"
+		for j in $(members); do
+			echo "server.$j=127.0.0.1:${QPORT[$s.$j]}:${EPORT[$s.$j]};127.0.0.1:${CPORT[$s.$j]}" >>"$dir/zoo.cfg"
+		done
+	fi
 }
 
-# start SERVER: launch in the background; PID[SERVER] is the server itself.
+# start SERVER MEMBER: launch in the background; PID is the server itself.
 start() {
-	local s=$1 dir=$BENCH_DIR/$1
+	local s=$1 i=$2 dir=$BENCH_DIR/$1/$2 main=org.apache.zookeeper.server.ZooKeeperServerMain
+	[ "$MEMBERS" -gt 1 ] && main=org.apache.zookeeper.server.quorum.QuorumPeerMain
 	case $s in
 	zkd)
 		bin/zkd "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 &
@@ -92,37 +119,55 @@ start() {
 	zookeeper)
 		java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
 			-cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
-			org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 &
+			"$main" "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 &
 		;;
 	esac
-	PID[$s]=$!
+	PID[$s.$i]=$!
 }
 
-# wait_readable SERVER PATH: block until PATH can be read (120 s at most).
+start_all() { local i; for i in $(members); do start "$1" "$i"; done; }
+
+# wait_readable SERVER PATH: block until PATH can be read through every
+# member (120 s at most each).
 wait_readable() {
-	if ! "$ZKBENCH" -servers "127.0.0.1:${PORT[$1]}" -workload wait -path "$2" -timeout 120s >/dev/null; then
-		log "$1 did not serve $2; its log:"
-		tail -n 40 "$BENCH_DIR/$1/server.log" >&2
-		exit 1
-	fi
+	local s=$1 i
+	for i in $(members); do
+		if ! "$ZKBENCH" -servers "127.0.0.1:${CPORT[$s.$i]}" -workload wait -path "$2" -timeout 120s >/dev/null; then
+			log "$s member $i did not serve $2; its log:"
+			tail -n 40 "$BENCH_DIR/$s/$i/server.log" >&2
+			exit 1
+		fi
+	done
 }
 
-stop() {
-	kill -TERM "${PID[$1]}"
-	wait "${PID[$1]}" 2>/dev/null || true
-	PID[$1]=
+stop_all() {
+	local s=$1 i
+	for i in $(members); do kill -TERM "${PID[$s.$i]}"; done
+	for i in $(members); do
+		wait "${PID[$s.$i]}" 2>/dev/null || true
+		PID[$s.$i]=
+	done
 }
 
-rss_kb() { ps -o rss= -p "${PID[$1]}" | tr -d ' '; }
+# rss_kb SERVER: resident memory of all its members, in KiB.
+rss_kb() {
+	local s=$1 i total=0
+	for i in $(members); do total=$((total + $(ps -o rss= -p "${PID[$s.$i]}" | tr -d ' '))); done
+	echo "$total"
+}
 
 now() { date +%s.%N; }
 
 for s in $SERVERS; do
-	PORT[$s]=$(free_port)
-	write_cfg "$s"
-	start "$s"
+	for i in $(members); do
+		CPORT[$s.$i]=$(free_port)
+		QPORT[$s.$i]=$(free_port)
+		EPORT[$s.$i]=$(free_port)
+	done
+	for i in $(members); do write_cfg "$s" "$i"; done
+	start_all "$s"
 	wait_readable "$s" /zookeeper
-	log "$s up on 127.0.0.1:${PORT[$s]} (pid ${PID[$s]})"
+	log "$s up on $(addrs "$s")"
 done
 
 # record SERVER JSON-LINE: tag a zkbench result with its server.
@@ -139,7 +184,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		fi
 		for s in "${order[@]}"; do
 			log "round $round/$ROUNDS $w on $s"
-			record "$s" "$("$ZKBENCH" -servers "127.0.0.1:${PORT[$s]}" "${args[@]}")"
+			record "$s" "$("$ZKBENCH" -servers "$(addrs "$s")" "${args[@]}")"
 		done
 	done
 	order=($(printf '%s\n' "${order[@]}" | tac)) # alternate who goes first
@@ -150,11 +195,11 @@ last=$(printf '/zkbench-fill/n%08d' $((ZNODES - 1)))
 for s in $SERVERS; do
 	before=$(rss_kb "$s")
 	log "$s: creating $ZNODES znodes of $FILL_SIZE bytes"
-	fill=$("$ZKBENCH" -servers "127.0.0.1:${PORT[$s]}" -workload fill -count "$ZNODES" -size "$FILL_SIZE" -clients "$CLIENTS" -json)
+	fill=$("$ZKBENCH" -servers "$(addrs "$s")" -workload fill -count "$ZNODES" -size "$FILL_SIZE" -clients "$CLIENTS" -json)
 	after=$(rss_kb "$s")
-	stop "$s"
+	stop_all "$s"
 	t0=$(now)
-	start "$s"
+	start_all "$s"
 	wait_readable "$s" "$last"
 	t1=$(now)
 	restarted=$(rss_kb "$s")
