@@ -557,3 +557,30 @@ func TestSlowReaderIsClosed(t *testing.T) {
 		t.Fatal("slow reader still connected")
 	}
 }
+
+// TestAuthAppliesToPipelinedWrites sends addauth and a create that needs
+// it back to back: the auth applies before the next request is read, and
+// its reply keeps its place in the reply order.
+func TestAuthAppliesToPipelinedWrites(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	gate := make(chan struct{})
+	ts.b.setGate(gate)
+	c.send(1, jute.OpCreate, &jute.CreateRequest{Path: "/before", Acl: openACL})
+	c.send(jute.XidAuth, jute.OpAuth, &jute.AuthPacket{Scheme: "digest", Auth: []byte("u:p")})
+	c.send(2, jute.OpCreate, &jute.CreateRequest{Path: "/mine", Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "auth"}}}})
+	waitFor(t, "both creates submitted", func() bool { return ts.b.submitCount() == 3 })
+	ts.b.setGate(nil)
+	close(gate)
+	for _, want := range []int32{1, jute.XidAuth, 2} {
+		if h := c.reply(nil); h.Xid != want || h.Err != 0 {
+			t.Fatalf("reply %+v, want xid %d ok", h, want)
+		}
+	}
+	var acl jute.GetACLResponse
+	c.call(3, jute.OpGetACL, &jute.GetACLRequest{Path: "/mine"}, &acl)
+	if len(acl.Acl) != 1 || acl.Acl[0].Id.Scheme != "digest" || !strings.HasPrefix(acl.Acl[0].Id.Id, "u:") {
+		t.Fatalf("ACL of /mine %+v, want the digest of u", acl.Acl)
+	}
+}
