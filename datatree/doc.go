@@ -34,7 +34,10 @@
 // returns hash order); a createTTL request with a non-TTL mode fails with
 // ErrBadArguments (ZooKeeper 3.8.0 breaks its request pipeline on a
 // negative TTL there); DeleteExpired re-checks that the node is still an
-// expired container or TTL node at apply time; quota statistics under
+// expired container or TTL node at apply time; CheckWatches looks at the
+// calling watcher only (3.8.0's containsWatcher answers yes when any
+// connection watches the path, and fails with MarshallingError on a
+// relative path once recursive watches exist); quota statistics under
 // /zookeeper/quota are not maintained.
 //
 // Locking: one RWMutex guards the nodes and a second mutex guards the watch

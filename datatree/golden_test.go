@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/zkd/zkd/jute"
@@ -174,6 +175,12 @@ func TestGoldenZooKeeper(t *testing.T) {
 				case "addwatch":
 					got = tr.AddWatch(r.Path, w, r.Mode)
 				case "checkwatches":
+					if !strings.HasPrefix(r.Path, "/") && r.Err == int32(jute.CodeMarshallingError) {
+						// 3.8.0's PathParentIterator throws on a
+						// relative path once recursive watches exist;
+						// zkd answers NoWatcher instead.
+						r.Err = int32(jute.CodeNoWatcher)
+					}
 					got = tr.CheckWatches(r.Path, w, r.Mode)
 				case "removewatches":
 					got = tr.RemoveWatches(r.Path, w, r.Mode)
