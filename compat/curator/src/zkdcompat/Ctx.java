@@ -113,6 +113,23 @@ final class Ctx implements AutoCloseable {
         return sb.toString();
     }
 
+    /** track closes cf with the scenario. */
+    void track(CuratorFramework cf) {
+        synchronized (closers) {
+            closers.add(cf);
+        }
+    }
+
+    /** Supplier is a value-returning body that may throw. */
+    interface Supplier<T> {
+        T get() throws Exception;
+    }
+
+    /** go1 runs body on a pool thread and returns its result through the Future. */
+    <T> Future<T> go1(Supplier<T> body) {
+        return pool.submit(body::get);
+    }
+
     /** go runs body on a pool thread; its Future rethrows what the body threw. */
     Future<Void> go(Check.Thrower body) {
         return pool.submit(() -> {

@@ -74,6 +74,7 @@ public final class Main {
         List<Scenario> s = new ArrayList<>();
         LockScenarios.register(s);
         RecipeScenarios.register(s);
+        MoreRecipeScenarios.register(s);
         ZkClientScenarios.register(s);
         WatchScenarios.register(s);
         FailoverScenarios.register(s);

@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.recipes.cache.CuratorCache;
@@ -26,6 +27,7 @@ final class WatchScenarios {
 
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("zk_watches_across_reconnect", 60_000, WatchScenarios::acrossReconnect));
+        s.add(new Main.Scenario("zk_watch_read_write_race", 60_000, WatchScenarios::readWriteRace));
         s.add(new Main.Scenario("failover_curator_cache_kill9_restart", 120_000, WatchScenarios::cacheFailover));
     }
 
@@ -106,6 +108,78 @@ final class WatchScenarios {
         Check.eq(want, sortedCopy(once.events), "one-shot events after reconnect");
         Check.eq(List.of("NodeDataChanged " + b + "/p"), pers.await(1), "persistent watch after reconnect");
         Check.eq(List.of("NodeCreated " + b + "/r/k2"), rec.await(1), "recursive watch after reconnect");
+    }
+
+    /**
+     * One client reads with a watch while another writes the same node at the same moment, many
+     * times over. Whatever the order the server picks, a read that missed the write must be followed
+     * by exactly one event for it, and a read that saw it must get no event: reading and arming a
+     * watch are one step against writes, as in ZooKeeper.
+     */
+    static void readWriteRace(Ctx c) throws Exception {
+        String b = c.path("");
+        ZooKeeper writer = c.zk();
+        ZooKeeper reader = c.zk();
+        create(writer, b, null, CreateMode.PERSISTENT);
+        int rounds = 150;
+        int missedChild = 0;
+        int missedData = 0;
+        List<ZkClientScenarios.Recorder> sawWrite = new ArrayList<>();
+        List<ZkClientScenarios.Recorder> missedWrite = new ArrayList<>();
+        List<String> missedWhat = new ArrayList<>();
+        for (int i = 1; i <= rounds; i++) {
+            ZkClientScenarios.Recorder rc = new ZkClientScenarios.Recorder();
+            ZkClientScenarios.Recorder rd = new ZkClientScenarios.Recorder();
+            // Fresh nodes each round, so that no earlier watch sees this round's writes.
+            String p = b + "/r" + i;
+            create(writer, p, null, CreateMode.PERSISTENT);
+            create(writer, p + "/d", "0", CreateMode.PERSISTENT);
+            String kid = "k" + i;
+            String val = Integer.toString(i);
+            CountDownLatch go = new CountDownLatch(1);
+            Future<List<String>> kids = c.go1(() -> {
+                go.await();
+                return reader.getChildren(p, rc);
+            });
+            Future<String> data = c.go1(() -> {
+                go.await();
+                return str(reader.getData(p + "/d", rd, null));
+            });
+            Future<Void> w = c.go(() -> {
+                go.await();
+                create(writer, p + "/" + kid, null, CreateMode.PERSISTENT);
+                writer.setData(p + "/d", bytes(val), -1);
+            });
+            go.countDown();
+            List<String> seen = kids.get(10, TimeUnit.SECONDS);
+            String d = data.get(10, TimeUnit.SECONDS);
+            w.get(10, TimeUnit.SECONDS);
+            if (seen.contains(kid)) {
+                sawWrite.add(rc);
+            } else {
+                missedChild++;
+                missedWrite.add(rc);
+                missedWhat.add("NodeChildrenChanged " + p);
+                Check.eq(List.of("NodeChildrenChanged " + p), rc.await(1, 0), "round " + i + ": child events after a read that missed " + kid);
+            }
+            if (d.equals(val)) {
+                sawWrite.add(rd);
+            } else {
+                missedData++;
+                missedWrite.add(rd);
+                missedWhat.add("NodeDataChanged " + p + "/d");
+                Check.eq(List.of("NodeDataChanged " + p + "/d"), rd.await(1, 0), "round " + i + ": data events after a read that missed " + val);
+            }
+        }
+        // No watch may fire twice, and a read that saw the write must get no event for it.
+        Thread.sleep(500);
+        for (int i = 0; i < missedWrite.size(); i++) {
+            Check.eq(List.of(missedWhat.get(i)), sortedCopy(missedWrite.get(i).events), "events of a watch armed before the write");
+        }
+        for (ZkClientScenarios.Recorder r : sawWrite) {
+            Check.eq(List.of(), sortedCopy(r.events), "events of a watch armed after the write");
+        }
+        System.out.printf("  (%d of %d child reads and %d data reads raced ahead of the write)%n", missedChild, rounds, missedData);
     }
 
     /**

@@ -243,12 +243,17 @@ final class ZkClientScenarios {
 
         /** await waits until n events arrived, then a quiet 300 ms for extras, and returns a copy. */
         List<String> await(int n) throws InterruptedException {
+            return await(n, 300);
+        }
+
+        /** await waits until n events arrived, then quietMs for extras, and returns a copy. */
+        List<String> await(int n, long quietMs) throws InterruptedException {
             try {
                 Check.waitFor(10_000, n + " events", () -> events.size() >= n);
             } catch (AssertionError e) {
                 throw new AssertionError(e.getMessage() + "; have " + events);
             }
-            Thread.sleep(300);
+            Thread.sleep(quietMs);
             synchronized (events) {
                 return new ArrayList<>(events);
             }
