@@ -47,14 +47,7 @@ func (e *entry) encode() []byte {
 	enc.WriteLong(e.time)
 	switch e.kind {
 	case kindRequest:
-		enc.WriteInt(e.req.Op)
-		enc.WriteLong(e.req.SessionID)
-		enc.WriteInt(e.req.Timeout)
-		enc.WriteInt(int32(len(e.req.Auth)))
-		for i := range e.req.Auth {
-			e.req.Auth[i].Encode(enc)
-		}
-		enc.WriteBuffer(e.req.Body)
+		e.req.Encode(enc)
 	case kindExpire:
 		enc.WriteInt(int32(len(e.sessions)))
 		for _, id := range e.sessions {
@@ -76,16 +69,7 @@ func decodeEntry(b []byte) (*entry, error) {
 	e.time = d.ReadLong()
 	switch e.kind {
 	case kindRequest:
-		e.req.Op = d.ReadInt()
-		e.req.SessionID = d.ReadLong()
-		e.req.Timeout = d.ReadInt()
-		n := d.VectorLen(8)
-		for i := 0; i < n && d.Err() == nil; i++ {
-			var id jute.Id
-			id.Decode(d)
-			e.req.Auth = append(e.req.Auth, id)
-		}
-		e.req.Body = d.ReadBuffer()
+		e.req.Decode(d)
 	case kindExpire:
 		n := d.VectorLen(8)
 		for i := 0; i < n && d.Err() == nil; i++ {

@@ -34,6 +34,13 @@ type fsm struct {
 	lastTerm uint64
 	counter  uint32
 
+	// applied is the raft index of the last command entry applied (or of
+	// the snapshot restored); appliedCh is closed and replaced each time it
+	// grows, so WaitApplied can block without polling.
+	applied   atomic.Uint64
+	appliedMu sync.Mutex
+	appliedCh chan struct{}
+
 	mu struct {
 		sync.RWMutex
 		// sessions maps a live session to its negotiated timeout in ms.
@@ -50,7 +57,26 @@ func newFSM(cfg datatree.Config, log *zap.Logger) *fsm {
 	f := &fsm{log: log, treeCfg: cfg}
 	f.tree.Store(datatree.New(cfg))
 	f.mu.sessions = make(map[int64]int32)
+	f.appliedCh = make(chan struct{})
 	return f
+}
+
+// setApplied records that every command entry up to index applied and
+// wakes the waiters.
+func (f *fsm) setApplied(index uint64) {
+	f.applied.Store(index)
+	f.appliedMu.Lock()
+	close(f.appliedCh)
+	f.appliedCh = make(chan struct{})
+	f.appliedMu.Unlock()
+}
+
+// appliedWait returns the applied index and a channel closed when it next
+// grows.
+func (f *fsm) appliedWait() (uint64, <-chan struct{}) {
+	f.appliedMu.Lock()
+	defer f.appliedMu.Unlock()
+	return f.applied.Load(), f.appliedCh
 }
 
 // sessionTimeout reports whether id is a live session, and its timeout.
@@ -96,6 +122,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	zxid := f.nextZxid(l.Term)
 	tree := f.tree.Load()
+	defer f.setApplied(l.Index)
 	defer tree.NoteZxid(zxid)
 	switch e.kind {
 	case kindRequest:
@@ -283,8 +310,12 @@ func codeOf(err error) jute.Code {
 	return jute.CodeSystemError
 }
 
-// snapshotMagic opens every zkd FSM snapshot.
-const snapshotMagic = "zkdsnap1"
+// snapshotMagic opens every zkd FSM snapshot; snapshotMagicV1 opened
+// those written before the applied index was recorded.
+const (
+	snapshotMagic   = "zkdsnap2"
+	snapshotMagicV1 = "zkdsnap1"
+)
 
 // Snapshot implements raft.FSM. It encodes the session table and the tree
 // on the apply goroutine, so the image is consistent; Persist only copies
@@ -293,6 +324,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	var buf bytes.Buffer
 	buf.WriteString(snapshotMagic)
 	enc := jute.NewEncoder(nil)
+	enc.WriteLong(int64(f.applied.Load()))
 	enc.WriteLong(int64(f.lastTerm))
 	enc.WriteInt(int32(f.counter))
 	ids, timeouts := f.sessionList()
@@ -312,14 +344,27 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	br := bufio.NewReaderSize(rc, 1<<16)
-	head := make([]byte, len(snapshotMagic)+8+4+4)
+	magic := make([]byte, len(snapshotMagic))
+	if _, err := io.ReadFull(br, magic); err != nil {
+		return fmt.Errorf("zab: snapshot header: %w", err)
+	}
+	var applied uint64
+	switch string(magic) {
+	case snapshotMagic:
+		var ib [8]byte
+		if _, err := io.ReadFull(br, ib[:]); err != nil {
+			return fmt.Errorf("zab: snapshot header: %w", err)
+		}
+		applied = uint64(jute.NewDecoder(ib[:]).ReadLong())
+	case snapshotMagicV1:
+	default:
+		return fmt.Errorf("zab: not a zkd snapshot (magic %q)", magic)
+	}
+	head := make([]byte, 8+4+4)
 	if _, err := io.ReadFull(br, head); err != nil {
 		return fmt.Errorf("zab: snapshot header: %w", err)
 	}
-	if string(head[:len(snapshotMagic)]) != snapshotMagic {
-		return fmt.Errorf("zab: not a zkd snapshot (magic %q)", head[:len(snapshotMagic)])
-	}
-	d := jute.NewDecoder(head[len(snapshotMagic):])
+	d := jute.NewDecoder(head)
 	lastTerm := uint64(d.ReadLong())
 	counter := uint32(d.ReadInt())
 	n := int(d.ReadInt())
@@ -345,6 +390,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.sessions = sessions
 	f.mu.Unlock()
 	f.tree.Store(tree)
+	f.setApplied(applied)
 	return nil
 }
 

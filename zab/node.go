@@ -55,6 +55,21 @@ type Config struct {
 	// closed or expires, so the server can drop its connection. It must
 	// not block.
 	OnSessionClosed func(id int64)
+
+	// Transport carries raft traffic between members; nil runs a
+	// standalone member on an in-memory transport of its own.
+	Transport raft.Transport
+	// Servers is the membership every member bootstraps with when it has
+	// no raft state yet (observers are raft non-voters). Empty means this
+	// member alone, as a voter.
+	Servers []raft.Server
+	// HeartbeatTimeout, ElectionTimeout and LeaderLeaseTimeout are raft's
+	// (see raft.Config); zero keeps the standalone values of 50ms, which
+	// let a one-voter cluster elect itself at once. quorum derives them
+	// from tickTime and syncLimit for ensembles.
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
 }
 
 // DefaultConfig returns a standalone configuration with ZooKeeper's
@@ -107,9 +122,12 @@ type Node struct {
 	// other members, so that only its own pending futures are completed.
 	bootID uint64
 	// seq numbers this member's requests; pending maps them to futures
-	// until their entry applies.
+	// until their entry applies (requests forwarded to the leader
+	// included: the leader proposes them with this member's bootID).
 	seq     atomic.Uint64
 	pending sync.Map // uint64 → *Future
+	// standalone is true when this member is the whole cluster.
+	standalone bool
 	// applyq feeds completeLoop the raft futures in submit order.
 	applyq chan pendingApply
 
@@ -130,9 +148,12 @@ type realClock struct{}
 
 func (realClock) Now() time.Time { return time.Now() }
 
-// Open starts a standalone node (a one-voter raft cluster) on cfg.Dir,
-// restoring the latest snapshot; the log tail applies once the node has
-// elected itself. Call WaitReady before serving clients.
+// Open starts a node on cfg.Dir, restoring the latest snapshot: a
+// standalone member (a one-voter raft cluster on an in-memory transport)
+// when cfg.Transport is nil, or one member of an ensemble otherwise. A
+// member without raft state bootstraps with cfg.Servers; every member of
+// an ensemble bootstraps with the same list, so they agree. The log tail
+// applies once a leader is elected. Call WaitReady before serving clients.
 func Open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -168,6 +189,15 @@ func Open(cfg Config) (*Node, error) {
 	rc.HeartbeatTimeout = 50 * time.Millisecond
 	rc.ElectionTimeout = 50 * time.Millisecond
 	rc.LeaderLeaseTimeout = 50 * time.Millisecond
+	if cfg.HeartbeatTimeout > 0 {
+		rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	}
+	if cfg.ElectionTimeout > 0 {
+		rc.ElectionTimeout = cfg.ElectionTimeout
+	}
+	if cfg.LeaderLeaseTimeout > 0 {
+		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+	}
 	rc.CommitTimeout = 5 * time.Millisecond
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 1024
@@ -176,7 +206,18 @@ func Open(cfg Config) (*Node, error) {
 	rc.TrailingLogs = 10240
 	rc.NoSnapshotRestoreOnStart = false
 
-	addr, transport := raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("zkd-%d", cfg.MyID)))
+	var transport raft.Transport
+	var addr raft.ServerAddress
+	if cfg.Transport == nil {
+		addr, transport = raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("zkd-%d", cfg.MyID)))
+	} else {
+		transport, addr = cfg.Transport, cfg.Transport.LocalAddr()
+	}
+	servers := cfg.Servers
+	if len(servers) == 0 {
+		servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}
+	}
+	n.standalone = len(servers) == 1
 	snaps := st.SnapshotStore(cfg.SnapshotRetain)
 	has, err := raft.HasExistingState(st, st, snaps)
 	if err != nil {
@@ -184,7 +225,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("zab: inspect state in %s: %w", cfg.Dir, err)
 	}
 	if !has {
-		conf := raft.Configuration{Servers: []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}}
+		conf := raft.Configuration{Servers: servers}
 		if err := raft.BootstrapCluster(rc, st, st, snaps, transport, conf); err != nil {
 			st.Close()
 			return nil, fmt.Errorf("zab: bootstrap in %s: %w", cfg.Dir, err)
@@ -203,8 +244,28 @@ func Open(cfg Config) (*Node, error) {
 }
 
 // WaitReady blocks until this node leads and has applied every entry of
-// its log, so reads see everything acknowledged before a restart.
+// its log, so reads see everything acknowledged before a restart. In an
+// ensemble it blocks until some member leads and this one has applied
+// what that leader had committed.
 func (n *Node) WaitReady(ctx context.Context) error {
+	if !n.standalone {
+		for {
+			if _, id := n.raft.LeaderWithID(); id != "" {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("zab: waiting for a leader: %w", ctx.Err())
+			case <-n.stop:
+				return ErrStopped
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		if n.IsLeader() {
+			return n.barrier(ctx)
+		}
+		return n.WaitApplied(ctx, n.raft.CommitIndex())
+	}
 	for n.raft.State() != raft.Leader {
 		select {
 		case <-ctx.Done():
@@ -223,6 +284,9 @@ func (n *Node) barrier(ctx context.Context) error {
 		timeout = time.Until(dl)
 	}
 	if err := n.raft.Barrier(timeout).Error(); err != nil {
+		if e := raftErr(err); errors.Is(e, ErrNotLeader) || errors.Is(e, ErrStopped) {
+			return e
+		}
 		return fmt.Errorf("zab: barrier: %w", err)
 	}
 	return nil
@@ -245,8 +309,130 @@ func (n *Node) Touch(id int64) bool { return n.tracker.Touch(id) }
 // the call, after confirming it still leads.
 func (n *Node) Sync(ctx context.Context) error { return n.barrier(ctx) }
 
-// Mode names this member's role for srvr/stat/mntr.
-func (n *Node) Mode() string { return "standalone" }
+// Mode names this member's role for srvr/stat/mntr: "standalone" for a
+// one-member cluster, otherwise "leader", "follower" or "observer" (a raft
+// non-voter).
+func (n *Node) Mode() string {
+	if n.standalone {
+		return "standalone"
+	}
+	if n.raft.State() == raft.Leader {
+		return "leader"
+	}
+	if fut := n.raft.GetConfiguration(); fut.Error() == nil {
+		for _, s := range fut.Configuration().Servers {
+			if s.ID == raft.ServerID(fmt.Sprint(n.cfg.MyID)) && s.Suffrage == raft.Nonvoter {
+				return "observer"
+			}
+		}
+	}
+	return "follower"
+}
+
+// Standalone reports whether this member is the whole cluster.
+func (n *Node) Standalone() bool { return n.standalone }
+
+// IsLeader reports whether this member is the raft leader now.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Leader returns the id of the member this one believes leads ("" when
+// none is known).
+func (n *Node) Leader() raft.ServerID {
+	_, id := n.raft.LeaderWithID()
+	return id
+}
+
+// Raft exposes the raft instance for figures (LastContact, Stats) and
+// tests; callers must not apply entries through it.
+func (n *Node) Raft() *raft.Raft { return n.raft }
+
+// BootID identifies this process's requests in the log: the leader
+// proposes a forwarded request with the origin member's BootID so that the
+// origin completes its Future when the entry applies there.
+func (n *Node) BootID() uint64 { return n.bootID }
+
+// Register creates a pending Future for a request this member forwards
+// to the leader instead of submitting it; the leader proposes it with
+// (BootID, seq) and the Future completes when the entry applies here.
+// If forwarding fails, the caller must call Fail(seq, err).
+func (n *Node) Register() (seq uint64, f *Future) {
+	f = newFuture()
+	select {
+	case <-n.stop:
+		f.complete(Result{Err: ErrStopped})
+		return 0, f
+	default:
+	}
+	seq = n.seq.Add(1)
+	n.pending.Store(seq, f)
+	return seq, f
+}
+
+// Fail completes the pending request seq with err unless it already
+// completed. Safe for concurrent use.
+func (n *Node) Fail(seq uint64, err error) { n.fail(seq, err) }
+
+// SubmitFor proposes a request forwarded by the member whose BootID is
+// origin, as that member's request seq. It returns at once; the returned
+// function blocks until raft committed the entry (nil) or failed to
+// (ErrNotLeader, ErrStopped, …). Forwarded requests proposed one after
+// another enter the log in that order.
+func (n *Node) SubmitFor(origin, seq uint64, r *Request) func() error {
+	select {
+	case <-n.stop:
+		return func() error { return ErrStopped }
+	default:
+	}
+	n.submitMu.Lock()
+	e := &entry{kind: kindRequest, origin: origin, seq: seq, time: time.Now().UnixMilli(), req: *r}
+	if r.Op == jute.OpCreateSession {
+		e.req.SessionID = n.nextSession
+		n.nextSession++
+	}
+	af := n.raft.Apply(e.encode(), 0)
+	n.submitMu.Unlock()
+	return func() error {
+		if err := af.Error(); err != nil {
+			return raftErr(err)
+		}
+		return nil
+	}
+}
+
+// AppliedIndex returns the raft index of the last entry applied here.
+func (n *Node) AppliedIndex() uint64 { return n.fsm.applied.Load() }
+
+// WaitApplied blocks until this member applied the entry at index (or a
+// later one), ctx is done or the node stops.
+func (n *Node) WaitApplied(ctx context.Context, index uint64) error {
+	for {
+		cur, ch := n.fsm.appliedWait()
+		if cur >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("zab: waiting for index %d (applied %d): %w", index, cur, ctx.Err())
+		case <-n.stop:
+			return ErrStopped
+		}
+	}
+}
+
+// SyncIndex is the leader's half of a follower's sync: it confirms
+// leadership by committing a barrier, so every entry committed before the
+// call has applied here, and returns the index a follower must apply
+// through to see them all. It fails with ErrNotLeader off the leader.
+func (n *Node) SyncIndex(ctx context.Context) (uint64, error) {
+	if !n.IsLeader() {
+		return 0, ErrNotLeader
+	}
+	if err := n.barrier(ctx); err != nil {
+		return 0, err
+	}
+	return n.AppliedIndex(), nil
+}
 
 // Stats returns figures of the node for 4lw, admin and metrics.
 func (n *Node) Stats() Stats {

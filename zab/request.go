@@ -83,3 +83,31 @@ func (f *Future) Wait() Result {
 	<-f.done
 	return f.res
 }
+
+// Encode writes the request in the form log entries and forwarded
+// requests carry: op, session id, timeout, auth ids, body.
+func (r *Request) Encode(enc *jute.Encoder) {
+	enc.WriteInt(r.Op)
+	enc.WriteLong(r.SessionID)
+	enc.WriteInt(r.Timeout)
+	enc.WriteInt(int32(len(r.Auth)))
+	for i := range r.Auth {
+		r.Auth[i].Encode(enc)
+	}
+	enc.WriteBuffer(r.Body)
+}
+
+// Decode reads what Encode wrote; errors stick in d.
+func (r *Request) Decode(d *jute.Decoder) {
+	r.Op = d.ReadInt()
+	r.SessionID = d.ReadLong()
+	r.Timeout = d.ReadInt()
+	n := d.VectorLen(8)
+	r.Auth = nil
+	for i := 0; i < n && d.Err() == nil; i++ {
+		var id jute.Id
+		id.Decode(d)
+		r.Auth = append(r.Auth, id)
+	}
+	r.Body = d.ReadBuffer()
+}
