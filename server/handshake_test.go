@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,4 +212,33 @@ func TestCloseStopsEverything(t *testing.T) {
 	}
 	ts.b.setGate(nil)
 	close(gate)
+}
+
+func TestListenAndServe(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.ClientAddr = "127.0.0.1:0"
+	b := newFakeBackend()
+	defer b.close()
+	s, err := New(cfg, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- s.ListenAndServe() }()
+	waitFor(t, "listener", func() bool { return s.Addr() != nil })
+	c := dialRaw(t, s.Addr().String())
+	c.session()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("ListenAndServe returned %v after Close, want nil", err)
+	}
+	c.expectClosed()
+
+	cfg.ClientAddr = "256.0.0.1:0"
+	s2, _ := New(cfg, b)
+	if err := s2.ListenAndServe(); err == nil || !strings.HasPrefix(err.Error(), "server: listen") {
+		t.Fatalf("ListenAndServe on a bad address: %v", err)
+	}
 }
