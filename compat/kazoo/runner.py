@@ -86,6 +86,9 @@ class Result(unittest.TestResult):
             self.failed_names.append(test.id())
         self._line(subtest, "FAIL")
         self.out.write(self._exc_info_to_string(err, test))
+        if self.tails and hasattr(test, "clusters"):
+            for cl in test.clusters():
+                self.out.write(cl.log_tails() + "\n")
         self.out.flush()
 
     def addSkip(self, test, reason):

@@ -79,6 +79,8 @@ class ReconnectTest(KazooTestCase):
         rec.wait_for(KazooState.CONNECTED)
         self.assertEqual(rec.states, [KazooState.SUSPENDED, KazooState.CONNECTED])
         self.assertEqual(a.client_id[0], sid)
+        # Kazoo delivers watcher callbacks on its own thread: wait for it.
+        wait_for(lambda: raw.state_events, msg="the state event to the raw watcher")
         self.assertEqual([(e.type, e.state) for e in raw.state_events], [("NONE", "CONNECTING")])
         b = self.client(cl)
         st = b.exists(root + "/e")
