@@ -83,11 +83,11 @@ func goldenStat(s []int64) []int64 {
 }
 
 // TestGoldenZooKeeper replays op sequences recorded from ZooKeeper 3.8.0
-// (testdata/zk380_*.jsonl, made by a seeded random driver over the raw
-// protocol) and checks every error code, created path, Stat (but times),
-// data, child list, multi result and watch event.
+// (testdata/zk380_one_*.jsonl, made by testdata/zk380_record.py, a seeded
+// random driver over the raw protocol) and checks every error code, created
+// path, Stat (but times), data, child list, multi result and watch event.
 func TestGoldenZooKeeper(t *testing.T) {
-	files, _ := filepath.Glob("testdata/zk380_*.jsonl")
+	files, _ := filepath.Glob("testdata/zk380_one_*.jsonl")
 	if len(files) == 0 {
 		t.Fatal("no recordings")
 	}

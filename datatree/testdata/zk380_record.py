@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-# Records testdata/zk380_seed*.jsonl: start a fresh ZooKeeper 3.8.0 (empty
+# Records testdata/zk380_one_seed*.jsonl: start a fresh ZooKeeper 3.8.0 (empty
 # dataDir, extendedTypesEnabled=true) on 127.0.0.1:PORT, then run
-#   python3 zk380_record.py SEED OPS [PORT] > zk380_seedSEED.jsonl
+#   python3 zk380_record.py SEED OPS [PORT] > zk380_one_seedSEED.jsonl
 # It drives one session over the raw jute protocol with a seeded random op
 # mix and prints each op with the replies and watch events it got.
 import socket, struct, sys
