@@ -667,11 +667,21 @@ func (c *conn) read(sl *slot) (jute.Record, error) {
 		n, err := t.GetAllChildrenNumber(r.Path, c.authIDs())
 		return &jute.GetAllChildrenNumberResponse{TotalNumber: n}, err
 	case *jute.CheckWatchesRequest:
+		if !validWatcherType(r.Type) {
+			return nil, jute.CodeMarshallingError
+		}
 		return nil, t.CheckWatches(r.Path, c, r.Type)
 	case *jute.RemoveWatchesRequest:
+		if !validWatcherType(r.Type) {
+			return nil, jute.CodeMarshallingError
+		}
 		return nil, t.RemoveWatches(r.Path, c, r.Type)
 	case *jute.AddWatchRequest:
-		// ZooKeeper answers addWatch with an ErrorResponse body of 0.
+		// ZooKeeper fails to convert an unknown mode and answers
+		// MarshallingError; success carries an ErrorResponse body of 0.
+		if r.Mode != jute.AddWatchModePersistent && r.Mode != jute.AddWatchModePersistentRecursive {
+			return nil, jute.CodeMarshallingError
+		}
 		return &jute.ErrorResponse{}, t.AddWatch(r.Path, c, r.Mode)
 	case *jute.SetWatches:
 		t.SetWatches(r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches, nil, nil, c)
@@ -688,6 +698,12 @@ func (c *conn) read(sl *slot) (jute.Record, error) {
 		}
 	}
 	return nil, fmt.Errorf("server: no read handler for op %d", sl.op)
+}
+
+// validWatcherType reports whether typ is a WatcherType ZooKeeper can
+// convert; for others it answers MarshallingError.
+func validWatcherType(typ int32) bool {
+	return typ == jute.WatcherTypeChildren || typ == jute.WatcherTypeData || typ == jute.WatcherTypeAny
 }
 
 // multiRead runs each read of a multiRead on its own: a failed op gives an

@@ -87,6 +87,9 @@ func TestReadsAndWrites(t *testing.T) {
 		{"checkWatches none", jute.OpCheckWatches, &jute.CheckWatchesRequest{Path: "/a", Type: jute.WatcherTypeData}, nil, jute.CodeNoWatcher, ""},
 		{"addWatch", jute.OpAddWatch, &jute.AddWatchRequest{Path: "/a", Mode: jute.AddWatchModePersistent}, &jute.ErrorResponse{}, 0, ""},
 		{"removeWatches", jute.OpRemoveWatches, &jute.RemoveWatchesRequest{Path: "/a", Type: jute.WatcherTypeAny}, nil, 0, ""},
+		{"addWatch bad mode", jute.OpAddWatch, &jute.AddWatchRequest{Path: "/a", Mode: 2}, nil, jute.CodeMarshallingError, ""},
+		{"checkWatches bad type", jute.OpCheckWatches, &jute.CheckWatchesRequest{Path: "/a", Type: 0}, nil, jute.CodeMarshallingError, ""},
+		{"removeWatches bad type", jute.OpRemoveWatches, &jute.RemoveWatchesRequest{Path: "/a", Type: 9}, nil, jute.CodeMarshallingError, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := c.call(10, tc.op, tc.req, tc.resp)
