@@ -99,7 +99,7 @@ func TestReadsAndWrites(t *testing.T) {
 			if h.Zxid != ts.b.LastZxid() {
 				t.Fatalf("reply zxid %d, want last zxid %d", h.Zxid, ts.b.LastZxid())
 			}
-			if tc.resp != nil && !strings.Contains(fmt.Sprintf("%s", fmt.Sprintf("%+v", tc.resp)), tc.want) {
+			if tc.resp != nil && !strings.Contains(fmt.Sprintf("%+v", tc.resp), tc.want) {
 				t.Fatalf("response %+v does not contain %q", tc.resp, tc.want)
 			}
 		})
