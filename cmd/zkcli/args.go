@@ -69,7 +69,7 @@ func parseOpts(words []string, spec optSpec) (*parsedArgs, error) {
 		name := w[1:]
 		if contains(spec.words, name) {
 			if i+1 >= len(words) {
-				return nil, failf("Missing argument for option: %s", name)
+				return nil, failf("org.apache.commons.cli.MissingArgumentException: Missing argument for option: %s", name)
 			}
 			i++
 			p.opts[name] = words[i]
@@ -87,14 +87,14 @@ func parseOpts(words []string, spec optSpec) (*parsedArgs, error) {
 					i++
 					p.opts[c] = words[i]
 				} else {
-					return nil, failf("Missing argument for option: %s", c)
+					return nil, failf("org.apache.commons.cli.MissingArgumentException: Missing argument for option: %s", c)
 				}
 				j = len(name)
 			default:
 				if j == 0 {
-					return nil, failf("Unrecognized option: %s", w)
+					return nil, failf("org.apache.commons.cli.UnrecognizedOptionException: Unrecognized option: %s", w)
 				}
-				return nil, failf("Unrecognized option: -%s", c)
+				return nil, failf("org.apache.commons.cli.UnrecognizedOptionException: Unrecognized option: -%s", c)
 			}
 		}
 	}

@@ -161,6 +161,9 @@ func (sh *Shell) Execute(line string) {
 // its error, as zkCli's processCmd does.
 func (sh *Shell) Run(words []string) {
 	err := sh.dispatch(words)
+	if sh.quit {
+		return // zkCli exits with the status of the command before quit
+	}
 	if err == nil {
 		sh.exitCode = exitOK
 		return
@@ -174,8 +177,9 @@ func (sh *Shell) Run(words []string) {
 }
 
 // dispatch finds and runs a command. The shell commands (quit, redo,
-// history, printwatches, connect) run without a live session; the others
-// print "Not connected" when the session is closed.
+// history, printwatches, connect) run without a live session; then, as in
+// zkCli, every command but quit prints "Not connected" when the session is
+// closed, and the others run only on a live session.
 func (sh *Shell) dispatch(words []string) error {
 	if len(words) == 0 {
 		sh.usage()
@@ -193,20 +197,19 @@ func (sh *Shell) dispatch(words []string) error {
 		sh.quit = true
 		return nil
 	case "redo":
-		if len(words) < 2 {
-			break
+		if len(words) >= 2 {
+			if err := sh.redo(words[1]); err != nil {
+				return err
+			}
 		}
-		return sh.redo(words[1])
 	case "history":
 		for i := sh.commandCount - 10; i <= sh.commandCount; i++ {
 			if i >= 0 {
 				fmt.Fprintf(sh.out, "%d - %s\n", i, sh.history[i])
 			}
 		}
-		return nil
 	case "printwatches":
 		sh.mu.Lock()
-		defer sh.mu.Unlock()
 		if len(words) == 1 {
 			state := "off"
 			if sh.mu.printWatches {
@@ -216,7 +219,7 @@ func (sh *Shell) dispatch(words []string) error {
 		} else {
 			sh.mu.printWatches = words[1] == "on"
 		}
-		return nil
+		sh.mu.Unlock()
 	case "connect":
 		host := sh.host
 		if len(words) >= 2 {

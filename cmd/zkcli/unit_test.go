@@ -47,10 +47,10 @@ func TestParseOpts(t *testing.T) {
 		{"word option", []string{"reconfig", "-add", "5=h:1:2;3", "-s"}, optSpec{flags: "s", vals: "v", words: []string{"add", "remove"}}, map[string]string{"add": "5=h:1:2;3", "s": ""}, []string{"reconfig"}, ""},
 		{"double dash", []string{"set", "/a", "--", "-1"}, optSpec{vals: "v"}, map[string]string{}, []string{"set", "/a", "-1"}, ""},
 		{"lone dash is an argument", []string{"set", "/a", "-"}, optSpec{}, map[string]string{}, []string{"set", "/a", "-"}, ""},
-		{"unknown", []string{"get", "-x", "/a"}, optSpec{flags: "sw"}, nil, nil, "Unrecognized option: -x"},
-		{"unknown in bundle", []string{"get", "-sx", "/a"}, optSpec{flags: "sw"}, nil, nil, "Unrecognized option: -x"},
-		{"missing value", []string{"delete", "/a", "-v"}, optSpec{vals: "v"}, nil, nil, "Missing argument for option: v"},
-		{"missing word value", []string{"reconfig", "-members"}, optSpec{words: []string{"members"}}, nil, nil, "Missing argument for option: members"},
+		{"unknown", []string{"get", "-x", "/a"}, optSpec{flags: "sw"}, nil, nil, "org.apache.commons.cli.UnrecognizedOptionException: Unrecognized option: -x"},
+		{"unknown in bundle", []string{"get", "-sx", "/a"}, optSpec{flags: "sw"}, nil, nil, "org.apache.commons.cli.UnrecognizedOptionException: Unrecognized option: -x"},
+		{"missing value", []string{"delete", "/a", "-v"}, optSpec{vals: "v"}, nil, nil, "org.apache.commons.cli.MissingArgumentException: Missing argument for option: v"},
+		{"missing word value", []string{"reconfig", "-members"}, optSpec{words: []string{"members"}}, nil, nil, "org.apache.commons.cli.MissingArgumentException: Missing argument for option: members"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
