@@ -1,0 +1,59 @@
+// Package quorum makes zkd members an ensemble: membership from zoo.cfg's
+// server.N lines, raft traffic between members, and forwarding of writes,
+// session touches and syncs from followers and observers to the leader.
+//
+// # Ports
+//
+// Each server.N line names host:quorumPort:electionPort. Raft's
+// NetworkTransport (hashicorp/raft's TCP transport) listens on the quorum
+// port and carries AppendEntries, votes and snapshot installs; participants
+// are raft voters and observers raft non-voters. The election port carries
+// zkd's forwarding protocol: each follower keeps one ordered TCP stream to
+// the leader's election port, so the writes of one client connection reach
+// the log in the order the client sent them.
+//
+// # Forwarding
+//
+// A follower registers a pending future with its zab.Node, then sends the
+// request with its own BootID and sequence number; the leader proposes it
+// with that origin, and the follower completes its own future when the
+// entry applies locally, so a client's reply always reflects the member it
+// talks to. If the stream breaks, or the leader answers that it could not
+// propose (it lost leadership), the future fails with zab.ErrNotLeader and
+// the server closes the client's connection (ConnectionLoss), so the
+// client retries elsewhere. While no leader is known (an election), a
+// follower holds unsent requests for up to the hold timeout, retrying with
+// jitter, as consul's RPC forwarding does.
+//
+// Followers batch the sessions that sent packets and send them to the
+// leader every half tick; only the leader expires sessions, and a new
+// leader restarts every session's clock. A follower's sync asks the leader
+// to commit a barrier (which proves it still leads and that everything
+// committed earlier applied there) and to return its applied index; the
+// follower answers the client once it has applied that far.
+//
+// # Timing
+//
+// Raft's timeouts derive from zoo.cfg's tickTime (ms), initLimit and
+// syncLimit (ticks):
+//
+//	HeartbeatTimeout   = syncLimit × tickTime / 5   (min 20ms)
+//	ElectionTimeout    = HeartbeatTimeout
+//	LeaderLeaseTimeout = HeartbeatTimeout
+//	serving lease      = syncLimit × tickTime
+//	transport timeout  = initLimit × tickTime      (per raft RPC, snapshots scale up)
+//	forward hold       = syncLimit × tickTime
+//
+// With tickTime=200 and syncLimit=5, followers notice a dead leader within
+// 200–400ms and a new one is elected some 200–400ms later: about a second
+// from leader loss to the next acknowledged write. A leader that cannot
+// reach a majority steps down after LeaderLeaseTimeout; a follower that
+// has heard from no leader for the serving lease (syncLimit ticks, as in
+// ZooKeeper) stops serving: Serving reports false and the server closes
+// client connections and refuses new ones, so clients move to the
+// majority side (CP). With readonlymode.enabled it keeps serving clients
+// that asked for a read-only session.
+//
+// A single server.N line (or none) is a standalone member: a one-voter
+// raft cluster on an in-memory transport, the same code path.
+package quorum

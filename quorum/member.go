@@ -1,0 +1,289 @@
+package quorum
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/zab"
+	"github.com/zkd/zkd/zab/store"
+)
+
+// Member is one zkd member of an ensemble (or a standalone member): a
+// zab.Node plus the forwarding that lets it take writes while another
+// member leads. It implements the server's Backend.
+type Member struct {
+	cfg    Config
+	timing Timing
+	log    *zap.Logger
+	node   *zab.Node
+
+	// trans is the raft transport when this member owns one.
+	trans raft.Transport
+	// fwd sends this member's writes, touches and syncs to the leader;
+	// nil standalone.
+	fwd *forwarder
+	// lead serves other members' forwarded requests; nil standalone.
+	lead *leaderSide
+
+	stopOnce sync.Once
+}
+
+// Open starts the member: for an ensemble, the raft TCP transport on this
+// member's quorum port and the forwarding listener on its election port,
+// then the zab node with nc (whose Transport, Servers and raft timeouts it
+// fills in). nc.MyID is set to cfg.MyID.
+func Open(cfg Config, nc zab.Config) (*Member, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Member{cfg: cfg, timing: cfg.Timing(), log: cfg.Logger}
+	nc.MyID = cfg.MyID
+	if cfg.Standalone() {
+		node, err := zab.Open(nc)
+		if err != nil {
+			return nil, err
+		}
+		m.node = node
+		return m, nil
+	}
+	self, _ := cfg.Self()
+	tcpAddr, err := net.ResolveTCPAddr("tcp", self.QuorumAddr())
+	if err != nil {
+		return nil, fmt.Errorf("quorum: quorum address %s: %w", self.QuorumAddr(), err)
+	}
+	trans, err := raft.NewTCPTransportWithLogger(self.QuorumAddr(), tcpAddr, 3, m.timing.TransportTimeout,
+		store.NewHCLogger(cfg.Logger.Named("transport")))
+	if err != nil {
+		return nil, fmt.Errorf("quorum: raft transport on %s: %w", self.QuorumAddr(), err)
+	}
+	ln, err := net.Listen("tcp", self.ElectionAddr())
+	if err != nil {
+		trans.Close()
+		return nil, fmt.Errorf("quorum: listen on election port %s: %w", self.ElectionAddr(), err)
+	}
+	m.trans = trans
+	m.node, err = openNode(cfg, nc, trans, m.timing)
+	if err != nil {
+		ln.Close()
+		trans.Close()
+		return nil, err
+	}
+	m.start(ln)
+	return m, nil
+}
+
+// RaftServers turns the peers into raft's bootstrap membership; a raft
+// server's ID is its myid in decimal and its address the quorum address.
+func RaftServers(peers []Peer) []raft.Server {
+	out := make([]raft.Server, 0, len(peers))
+	for _, p := range peers {
+		s := raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(fmt.Sprint(p.ID)), Address: raft.ServerAddress(p.QuorumAddr())}
+		if p.Observer {
+			s.Suffrage = raft.Nonvoter
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func openNode(cfg Config, nc zab.Config, trans raft.Transport, t Timing) (*zab.Node, error) {
+	nc.MyID = cfg.MyID
+	nc.TickTime = cfg.TickTime
+	nc.Transport = trans
+	nc.Servers = RaftServers(cfg.Peers)
+	nc.HeartbeatTimeout = t.HeartbeatTimeout
+	nc.ElectionTimeout = t.ElectionTimeout
+	nc.LeaderLeaseTimeout = t.LeaderLeaseTimeout
+	return zab.Open(nc)
+}
+
+// OpenWithTransport is Open for in-process ensembles: raft runs over the
+// given transport (e.g. raft's in-memory one, whose address must be the
+// peer's QuorumAddr) while forwarding still uses the election port.
+func OpenWithTransport(cfg Config, nc zab.Config, trans raft.Transport) (*Member, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Standalone() {
+		return nil, errors.New("quorum: OpenWithTransport needs an ensemble")
+	}
+	m := &Member{cfg: cfg, timing: cfg.Timing(), log: cfg.Logger}
+	self, _ := cfg.Self()
+	ln, err := net.Listen("tcp", self.ElectionAddr())
+	if err != nil {
+		return nil, fmt.Errorf("quorum: listen on election port %s: %w", self.ElectionAddr(), err)
+	}
+	m.node, err = openNode(cfg, nc, trans, m.timing)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	m.start(ln)
+	return m, nil
+}
+
+func (m *Member) start(ln net.Listener) {
+	m.lead = newLeaderSide(m, ln)
+	m.fwd = newForwarder(m)
+}
+
+// Node returns the member's zab node.
+func (m *Member) Node() *zab.Node { return m.node }
+
+// Config returns the member's configuration.
+func (m *Member) Config() Config { return m.cfg }
+
+// WaitReady blocks until the member can serve: standalone, until it leads
+// and applied its log; in an ensemble, until a leader is known and this
+// member applied what that leader had committed.
+func (m *Member) WaitReady(ctx context.Context) error { return m.node.WaitReady(ctx) }
+
+// Submit hands a write to the log: directly on the leader (or standalone),
+// otherwise forwarded to the leader. The Future completes when the write
+// applied on this member, or fails with zab.ErrNotLeader if it could not
+// be forwarded or proposed. Writes submitted in order reach the log in
+// that order.
+func (m *Member) Submit(r *zab.Request) *zab.Future {
+	if m.fwd == nil || m.node.IsLeader() {
+		return m.node.Submit(r)
+	}
+	seq, f := m.node.Register()
+	m.fwd.write(seq, f, r)
+	return f
+}
+
+// Tree returns the applied tree.
+func (m *Member) Tree() *datatree.Tree { return m.node.Tree() }
+
+// LastZxid returns the zxid of the last entry applied here.
+func (m *Member) LastZxid() int64 { return m.node.LastZxid() }
+
+// SessionTimeout reports whether id is a live session and its timeout.
+func (m *Member) SessionTimeout(id int64) (int32, bool) { return m.node.SessionTimeout(id) }
+
+// SessionCount returns the number of live sessions (zk_global_sessions).
+func (m *Member) SessionCount() int { return m.node.Stats().Sessions }
+
+// Touch records that session id is alive. On the leader it restarts the
+// session's clock; on a follower it queues the id for the next batch of
+// touches sent to the leader. It returns false for an unknown session.
+func (m *Member) Touch(id int64) bool {
+	if m.fwd == nil || m.node.IsLeader() {
+		return m.node.Touch(id)
+	}
+	if _, ok := m.node.SessionTimeout(id); !ok {
+		return false
+	}
+	m.fwd.touch(id)
+	return true
+}
+
+// Sync returns once this member applied every entry committed before the
+// call: the leader commits a barrier; a follower asks the leader for its
+// applied index (after the leader's barrier) and waits to reach it.
+func (m *Member) Sync(ctx context.Context) error {
+	if m.fwd == nil || m.node.IsLeader() {
+		return m.node.Sync(ctx)
+	}
+	idx, err := m.fwd.sync(ctx)
+	if err != nil {
+		return err
+	}
+	return m.node.WaitApplied(ctx, idx)
+}
+
+// Mode names the member's role: standalone, leader, follower or observer.
+func (m *Member) Mode() string { return m.node.Mode() }
+
+// Serving reports whether the member may serve clients: always when
+// standalone; while leading (raft steps a leader down once it cannot reach
+// a majority for LeaderLeaseTimeout); as a follower or observer, while a
+// leader is known and was heard from within syncLimit ticks.
+func (m *Member) Serving() bool {
+	if m.fwd == nil {
+		return true
+	}
+	r := m.node.Raft()
+	switch r.State() {
+	case raft.Leader:
+		return true
+	case raft.Follower:
+		if m.node.Leader() == "" {
+			return false
+		}
+		return time.Since(r.LastContact()) < m.timing.ServingLease
+	}
+	return false
+}
+
+// ReadOnlyAllowed reports whether a member that is not Serving may still
+// serve read-only clients (readonlymode.enabled).
+func (m *Member) ReadOnlyAllowed() bool { return m.cfg.ReadOnlyMode }
+
+// LeaderStats are mntr's leader-only figures.
+type LeaderStats struct {
+	// Followers counts the other members in the configuration, voters and
+	// observers (zk_followers / zk_learners).
+	Followers int
+	// SyncedFollowers counts the voters other than the leader
+	// (zk_synced_followers).
+	SyncedFollowers int
+	// Observers counts non-voters (zk_synced_observers).
+	Observers int
+	// PendingSyncs is the number of follower syncs in progress
+	// (zk_pending_syncs).
+	PendingSyncs int
+}
+
+// LeaderStats returns the leader-only figures; ok is false off the
+// leader.
+func (m *Member) LeaderStats() (LeaderStats, bool) {
+	if m.fwd == nil || !m.node.IsLeader() {
+		return LeaderStats{}, false
+	}
+	var s LeaderStats
+	fut := m.node.Raft().GetConfiguration()
+	if fut.Error() != nil {
+		return s, true
+	}
+	self := raft.ServerID(fmt.Sprint(m.cfg.MyID))
+	for _, srv := range fut.Configuration().Servers {
+		if srv.ID == self {
+			continue
+		}
+		s.Followers++
+		if srv.Suffrage == raft.Nonvoter {
+			s.Observers++
+		} else {
+			s.SyncedFollowers++
+		}
+	}
+	s.PendingSyncs = int(m.lead.pendingSyncs.Load())
+	return s, true
+}
+
+// Close stops forwarding, the node and the transport.
+func (m *Member) Close() error {
+	var err error
+	m.stopOnce.Do(func() {
+		if m.fwd != nil {
+			m.fwd.close()
+		}
+		if m.lead != nil {
+			m.lead.close()
+		}
+		err = m.node.Close()
+		if c, ok := m.trans.(interface{ Close() error }); ok && m.trans != nil {
+			c.Close()
+		}
+	})
+	return err
+}
