@@ -2,6 +2,7 @@ package zkdcompat;
 
 import java.util.Objects;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
 /** Check holds the assertions scenarios use; a failed check throws AssertionError with its message. */
 final class Check {
@@ -23,10 +24,15 @@ final class Check {
 
     /** waitFor polls cond every 20 ms until it holds, failing after timeoutMs. */
     static void waitFor(long timeoutMs, String what, BooleanSupplier cond) throws InterruptedException {
+        waitFor(timeoutMs, () -> what, cond);
+    }
+
+    /** waitFor is waitFor with a message computed at failure time (so it can show the state then). */
+    static void waitFor(long timeoutMs, Supplier<String> what, BooleanSupplier cond) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutMs * 1_000_000L;
         while (!cond.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("timed out after " + timeoutMs + " ms waiting for " + what);
+                throw new AssertionError("timed out after " + timeoutMs + " ms waiting for " + what.get());
             }
             Thread.sleep(20);
         }

@@ -210,9 +210,12 @@ final class WatchScenarios {
             Check.that(r.blockUntilConnected(20, TimeUnit.SECONDS), "cache client did not reconnect");
             Check.that(w.blockUntilConnected(20, TimeUnit.SECONDS), "writer did not reconnect");
             w.create().forPath(base + "/b", bytes("x"));
+            // A node deleted before Curator re-reads it is never reported; wait for the create.
+            Check.waitFor(10_000, () -> "create of /b after the restart, have " + events,
+                    () -> events.contains("create " + base + "/b"));
             w.setData().forPath(base + "/a", bytes("3"));
             w.delete().forPath(base + "/b");
-            Check.waitFor(10_000, "cache events after the restart, have " + events, () ->
+            Check.waitFor(10_000, () -> "cache events after the restart, have " + events, () ->
                     events.contains("create " + base + "/b")
                             && events.contains("change " + base + "/a 3")
                             && events.contains("delete " + base + "/b"));
