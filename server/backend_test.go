@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -37,7 +38,7 @@ func setField(f, x reflect.Value) {
 // fakeBackend applies writes straight to a datatree.Tree on one apply
 // goroutine, in submission order, as zab does on a single member.
 type fakeBackend struct {
-	tree  *datatree.Tree
+	cur   atomic.Pointer[datatree.Tree]
 	queue chan pendingWrite
 	stop  chan struct{}
 	done  chan struct{}
@@ -61,13 +62,13 @@ type pendingWrite struct {
 
 func newFakeBackend() *fakeBackend {
 	b := &fakeBackend{
-		tree:     datatree.New(datatree.DefaultConfig()),
 		queue:    make(chan pendingWrite, 1<<16),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 		nextID:   0x100000000,
 		sessions: map[int64]int32{},
 	}
+	b.cur.Store(datatree.New(datatree.DefaultConfig()))
 	go b.applyLoop()
 	return b
 }
@@ -134,7 +135,7 @@ func (b *fakeBackend) apply(r *zab.Request) zab.Result {
 		id := b.nextID
 		b.sessions[id] = r.Timeout
 		b.mu.Unlock()
-		b.tree.NoteZxid(zxid)
+		b.Tree().NoteZxid(zxid)
 		return zab.Result{Zxid: zxid, SessionID: id}
 	case jute.OpCloseSession:
 		b.mu.Lock()
@@ -142,10 +143,10 @@ func (b *fakeBackend) apply(r *zab.Request) zab.Result {
 		delete(b.sessions, r.SessionID)
 		b.mu.Unlock()
 		if !ok {
-			b.tree.NoteZxid(zxid)
+			b.Tree().NoteZxid(zxid)
 			return zab.Result{Zxid: zxid, Err: zab.ErrUnknownSession}
 		}
-		b.tree.CloseSession(tx, r.SessionID)
+		b.Tree().CloseSession(tx, r.SessionID)
 		if b.onClose != nil {
 			b.onClose(r.SessionID)
 		}
@@ -153,12 +154,12 @@ func (b *fakeBackend) apply(r *zab.Request) zab.Result {
 	}
 	rec, _ := jute.NewRequest(r.Op)
 	if rec == nil || jute.Decode(r.Body, rec) != nil {
-		b.tree.NoteZxid(zxid)
+		b.Tree().NoteZxid(zxid)
 		return zab.Result{Zxid: zxid, Err: jute.CodeMarshallingError}
 	}
 	resp, err := b.applyRecord(tx, r.Op, rec)
 	if err != nil {
-		b.tree.NoteZxid(zxid)
+		b.Tree().NoteZxid(zxid)
 		return zab.Result{Zxid: zxid, Err: err}
 	}
 	return zab.Result{Zxid: zxid, Resp: resp}
@@ -167,7 +168,7 @@ func (b *fakeBackend) apply(r *zab.Request) zab.Result {
 func (b *fakeBackend) applyRecord(tx *datatree.Txn, op int32, rec jute.Record) (jute.Record, error) {
 	switch q := rec.(type) {
 	case *jute.CreateRequest:
-		path, st, err := b.tree.Create(tx, datatree.CreateOp{Path: q.Path, Data: q.Data, ACL: q.Acl, Mode: q.Flags, Type: op})
+		path, st, err := b.Tree().Create(tx, datatree.CreateOp{Path: q.Path, Data: q.Data, ACL: q.Acl, Mode: q.Flags, Type: op})
 		if err != nil {
 			return nil, err
 		}
@@ -176,15 +177,15 @@ func (b *fakeBackend) applyRecord(tx *datatree.Txn, op int32, rec jute.Record) (
 		}
 		return &jute.Create2Response{Path: path, Stat: st}, nil
 	case *jute.DeleteRequest:
-		return nil, b.tree.Delete(tx, q.Path, q.Version)
+		return nil, b.Tree().Delete(tx, q.Path, q.Version)
 	case *jute.SetDataRequest:
-		st, err := b.tree.SetData(tx, q.Path, q.Data, q.Version)
+		st, err := b.Tree().SetData(tx, q.Path, q.Data, q.Version)
 		if err != nil {
 			return nil, err
 		}
 		return &jute.SetDataResponse{Stat: st}, nil
 	case *jute.SetACLRequest:
-		st, err := b.tree.SetACL(tx, q.Path, q.Acl, q.Version)
+		st, err := b.Tree().SetACL(tx, q.Path, q.Acl, q.Version)
 		if err != nil {
 			return nil, err
 		}
@@ -213,7 +214,7 @@ func (b *fakeBackend) applyMulti(tx *datatree.Txn, q *jute.MultiRequest) (jute.R
 		}
 		ops = append(ops, op)
 	}
-	results, _ := b.tree.Multi(tx, ops)
+	results, _ := b.Tree().Multi(tx, ops)
 	resp := &jute.MultiResponse{}
 	for _, r := range results {
 		mr := jute.MultiResult{Type: r.Type}
@@ -232,8 +233,8 @@ func (b *fakeBackend) applyMulti(tx *datatree.Txn, q *jute.MultiRequest) (jute.R
 	return resp, nil
 }
 
-func (b *fakeBackend) Tree() *datatree.Tree { return b.tree }
-func (b *fakeBackend) LastZxid() int64      { return b.tree.LastZxid() }
+func (b *fakeBackend) Tree() *datatree.Tree { return b.cur.Load() }
+func (b *fakeBackend) LastZxid() int64      { return b.Tree().LastZxid() }
 
 func (b *fakeBackend) SessionTimeout(id int64) (int32, bool) {
 	b.mu.Lock()

@@ -42,6 +42,7 @@ type conn struct {
 	br     *bufio.Reader
 	seq    uint64 // accept order, for listings
 
+	tree           *datatree.Tree // the tree at the handshake; see readLoop
 	sessionID      atomic.Int64
 	timeout        atomic.Int32 // negotiated session timeout, ms
 	established    atomic.Int64 // ms since the epoch, 0 before the handshake
@@ -342,6 +343,7 @@ func (c *conn) handshake() bool {
 		c.logger().Debug("write of connect response failed", zap.Error(err))
 		return false
 	}
+	c.tree = c.s.b.Tree()
 	c.established.Store(time.Now().UnixMilli())
 	c.s.log.Info("session established", zap.String("session", hexID(id)), zap.String("remote", c.remote),
 		zap.Int32("timeout", timeout), zap.Bool("reattached", req.SessionId != 0))
@@ -368,6 +370,14 @@ func (c *conn) readLoop() {
 		}
 		if len(frame) < requestHeaderSize {
 			c.logger().Warn("frame rejected: shorter than a request header, closing connection", zap.Int("length", len(frame)))
+			return
+		}
+		if c.s.b.Tree() != c.tree {
+			// The member replaced its tree (a snapshot was installed): the
+			// watches of this connection are gone with the old one. Close
+			// so the client reconnects and re-registers them with
+			// setWatches, which also reports what changed meanwhile.
+			c.logger().Info("tree replaced, closing connection so the client re-registers its watches")
 			return
 		}
 		var hdr jute.RequestHeader

@@ -366,7 +366,7 @@ func TestCloseSession(t *testing.T) {
 		t.Fatalf("closeSession reply %+v", h)
 	}
 	c.expectClosed()
-	if _, err := ts.b.tree.Exists("/e", nil); !errors.Is(err, datatree.ErrNoNode) {
+	if _, err := ts.b.Tree().Exists("/e", nil); !errors.Is(err, datatree.ErrNoNode) {
 		t.Fatalf("ephemeral survived closeSession: %v", err)
 	}
 }
@@ -585,5 +585,26 @@ func TestAuthAppliesToPipelinedWrites(t *testing.T) {
 	c.call(3, jute.OpGetACL, &jute.GetACLRequest{Path: "/mine"}, &acl)
 	if len(acl.Acl) != 1 || acl.Acl[0].Id.Scheme != "digest" || !strings.HasPrefix(acl.Acl[0].Id.Id, "u:") {
 		t.Fatalf("ACL of /mine %+v, want the digest of u", acl.Acl)
+	}
+}
+
+func TestTreeReplacedClosesConnections(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	ts.b.cur.Store(datatree.New(datatree.DefaultConfig()))
+	c.send(-2, jute.OpPing, nil)
+	c.expectClosed()
+
+	a, b := dialRaw(t, ts.addr), dialRaw(t, ts.addr)
+	a.session()
+	b.session()
+	ts.CloseConnections("test")
+	a.expectClosed()
+	b.expectClosed()
+	d := dialRaw(t, ts.addr)
+	resp, _ := d.connect(jute.ConnectRequest{TimeOut: 10000, SessionId: a.id, Passwd: a.pw})
+	if resp.SessionId != a.id {
+		t.Fatalf("session lost with its connection: %+v", resp)
 	}
 }

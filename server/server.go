@@ -279,6 +279,19 @@ func (s *Server) SessionClosed(id int64) {
 	c.close("session closed or expired")
 }
 
+// CloseConnections closes every client connection and keeps serving: the
+// sessions stay alive in the Backend and their clients reconnect, here or
+// elsewhere, re-registering their watches. A Backend that replaces its tree
+// (installing a snapshot) or stops being able to serve should call it;
+// connections also notice a replaced tree at their next packet. It does not
+// block.
+func (s *Server) CloseConnections(reason string) {
+	for _, c := range s.connections() {
+		c.close(reason)
+	}
+	s.log.Info("closed every client connection", zap.String("reason", reason))
+}
+
 // Addr returns the listener's address, or nil before Serve.
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
