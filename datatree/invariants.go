@@ -99,6 +99,15 @@ func (t *Tree) CheckInvariants() error {
 	if len(t.acls.byKey) != len(aclRefs) {
 		return fmt.Errorf("datatree: %d interned acls, %d used", len(t.acls.byKey), len(aclRefs))
 	}
+	if q := t.scanQuotas(); len(q) != len(t.quotas) {
+		return fmt.Errorf("datatree: %d quota paths tracked, %d limit nodes", len(t.quotas), len(q))
+	} else {
+		for p := range q {
+			if _, ok := t.quotas[p]; !ok {
+				return fmt.Errorf("datatree: quota on %s not tracked", p)
+			}
+		}
+	}
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	for _, wt := range []*watchTable{&t.dataW, &t.childW} {

@@ -376,5 +376,11 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 	if got := binary.BigEndian.Uint32(tail[:]); got != want {
 		return nil, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorruptSnapshot, got, want)
 	}
+	// Like ZooKeeper's setupQuota, but without recounting: the stats nodes
+	// are restored as they were, so members that load a snapshot agree
+	// with members that never restarted.
+	if q := t.scanQuotas(); len(q) > 0 {
+		t.quotas = q
+	}
 	return t, nil
 }

@@ -37,6 +37,9 @@ func script(h *harness) {
 	})
 	tr.CloseSession(h.tx(2), 2)
 	tr.Delete(h.tx(1), "/cont/x", -1)
+	for _, p := range []string{"/zookeeper/quota/app", "/zookeeper/quota/app/zookeeper_limits", "/zookeeper/quota/app/zookeeper_stats", "/app/q"} {
+		tr.Create(h.tx(1), CreateOp{Path: p, Data: []byte("count=1,bytes=2"), ACL: OpenACLUnsafe})
+	}
 }
 
 func snapshotBytes(t testing.TB, tr *Tree) []byte {

@@ -118,6 +118,7 @@ type Tree struct {
 	ephemerals map[int64]map[*node]struct{} // session → its ephemerals
 	containers map[*node]struct{}
 	ttls       map[*node]struct{}
+	quotas     map[string]struct{} // paths with a zookeeper_limits node; nil when none
 	lastZxid   atomic.Int64
 
 	wmu     sync.Mutex

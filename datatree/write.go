@@ -450,6 +450,7 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 		})
 	}
 	st := t.clientStat(n)
+	w.quotaOnCreate(parentPath, name, path, len(data))
 	w.fire(&t.dataW, path, jute.EventNodeCreated, n.acl.acls, false)
 	if parentPath == "" {
 		parentPath = "/"
@@ -563,9 +564,10 @@ func (w *writer) deleteNode(n *node, path string) {
 	} else {
 		t.acls.release(acl)
 	}
+	parentPath, _, _ := parentOf(path)
+	w.quotaOnDelete(parentPath, n.name, path, len(n.data))
 	w.fire(&t.dataW, path, jute.EventNodeDeleted, acl.acls, false)
 	w.fire(&t.childW, path, jute.EventNodeDeleted, acl.acls, true)
-	parentPath, _, _ := parentOf(path)
 	if parentPath == "" {
 		parentPath = "/"
 	}
@@ -604,6 +606,7 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 		})
 	}
 	st := t.clientStat(n)
+	w.quotaOnSetData(path, len(nd)-len(oldData))
 	w.fire(&t.dataW, path, jute.EventNodeDataChanged, n.acl.acls, false)
 	return st, nil
 }
@@ -676,11 +679,13 @@ func (t *Tree) SetConfigData(tx *Txn, data []byte, checkAuth bool) (jute.Stat, e
 	if data != nil {
 		nd = append(make([]byte, 0, len(data)), data...)
 	}
-	t.dataSize += int64(len(nd) - len(n.data))
+	diff := len(nd) - len(n.data)
+	t.dataSize += int64(diff)
 	n.data = nd
 	n.stat.version = -1
 	n.stat.mtime = tx.Time
 	n.stat.mzxid = tx.Zxid
+	w.quotaOnSetData(ConfigPath, diff)
 	w.fire(&t.dataW, ConfigPath, jute.EventNodeDataChanged, n.acl.acls, false)
 	return t.clientStat(n), nil
 }
