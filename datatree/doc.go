@@ -28,7 +28,12 @@
 //     same path replaces the mode), and delivery only to watchers that may
 //     READ the node when they expose their identities ([AuthWatcher]).
 //   - Multi applies ops one by one with an undo log; watch triggers are
-//     queued and run only when the multi commits.
+//     queued and run only when the multi commits. Its creates take their
+//     kind and result type from the mode, as ZooKeeper's multi decoding
+//     does.
+//   - Quota statistics (/zookeeper/quota/<path>/zookeeper_stats) are kept
+//     up to date as in DataTree; quotas are not enforced (ZooKeeper's
+//     default).
 //
 // Deliberate differences: child and ephemeral lists are sorted (ZooKeeper
 // returns hash order); a createTTL request with a non-TTL mode fails with
@@ -37,8 +42,10 @@
 // expired container or TTL node at apply time; CheckWatches looks at the
 // calling watcher only (3.8.0's containsWatcher answers yes when any
 // connection watches the path, and fails with MarshallingError on a
-// relative path once recursive watches exist); quota statistics under
-// /zookeeper/quota are not maintained.
+// relative path once recursive watches exist); malformed quota statistics,
+// on which ZooKeeper's apply throws, are left unchanged; a snapshot load
+// does not recount quota statistics (ZooKeeper's setupQuota does), so that
+// restored members agree with the others.
 //
 // Locking: one RWMutex guards the nodes and a second mutex guards the watch
 // tables (order: tree lock, then watch lock). Watchers are notified after
