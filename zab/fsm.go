@@ -211,10 +211,10 @@ func applyWrite(tree *datatree.Tree, tx *datatree.Txn, op int32, body []byte) (j
 	}
 	switch q := req.(type) {
 	case *jute.CreateRequest:
-		path, st, err := tree.Create(tx, datatree.CreateOp{Path: q.Path, Data: q.Data, ACL: q.Acl, Mode: q.Flags})
+		path, st, err := tree.Create(tx, datatree.CreateOp{Path: q.Path, Data: q.Data, ACL: q.Acl, Mode: q.Flags, Type: op})
 		return createResponse(op, path, st, err)
 	case *jute.CreateTTLRequest:
-		path, st, err := tree.Create(tx, datatree.CreateOp{Path: q.Path, Data: q.Data, ACL: q.Acl, Mode: q.Flags, TTL: q.Ttl})
+		path, st, err := tree.Create(tx, datatree.CreateOp{Path: q.Path, Data: q.Data, ACL: q.Acl, Mode: q.Flags, TTL: q.Ttl, Type: op})
 		return createResponse(op, path, st, err)
 	case *jute.DeleteRequest:
 		return nil, tree.Delete(tx, q.Path, q.Version)
