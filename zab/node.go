@@ -47,6 +47,10 @@ type Config struct {
 	// SnapshotRetain is how many snapshots are kept
 	// (autopurge.snapRetainCount). Default 3.
 	SnapshotRetain int
+	// TrailingLogs is how many log entries a snapshot leaves behind for
+	// slow followers; one further behind gets the snapshot installed.
+	// Default 10240.
+	TrailingLogs uint64
 	// NoSync skips fsync: tests only, never in production.
 	NoSync bool
 	// Logger receives the node's, raft's and Pebble's logs.
@@ -204,6 +208,9 @@ func Open(cfg Config) (*Node, error) {
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = 10240
+	if cfg.TrailingLogs > 0 {
+		rc.TrailingLogs = cfg.TrailingLogs
+	}
 	rc.NoSnapshotRestoreOnStart = false
 
 	var transport raft.Transport
@@ -264,7 +271,19 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		if n.IsLeader() {
 			return n.barrier(ctx)
 		}
-		return n.WaitApplied(ctx, n.raft.CommitIndex())
+		// Raft's applied index counts no-op and configuration entries the
+		// FSM never sees, so wait on raft's own figure here.
+		target := n.raft.CommitIndex()
+		for n.raft.AppliedIndex() < target {
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("zab: catching up to index %d: %w", target, ctx.Err())
+			case <-n.stop:
+				return ErrStopped
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		return nil
 	}
 	for n.raft.State() != raft.Leader {
 		select {

@@ -1,0 +1,335 @@
+package quorum_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/quorum"
+	"github.com/zkd/zkd/quorum/quorumtest"
+	"github.com/zkd/zkd/zab"
+)
+
+var openACL = []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}
+
+func wait(t *testing.T, f *zab.Future) zab.Result {
+	t.Helper()
+	select {
+	case <-f.Done():
+		return f.Result()
+	case <-time.After(10 * time.Second):
+		t.Fatal("request did not complete within 10s")
+		return zab.Result{}
+	}
+}
+
+func newSession(t *testing.T, m *quorum.Member, timeoutMs int32) int64 {
+	t.Helper()
+	res := wait(t, m.Submit(&zab.Request{Op: jute.OpCreateSession, Timeout: timeoutMs}))
+	if res.Err != nil {
+		t.Fatalf("createSession on %s: %v", m.Mode(), res.Err)
+	}
+	return res.SessionID
+}
+
+func create(m *quorum.Member, session int64, path string, data string) *zab.Future {
+	body := jute.Encode(&jute.CreateRequest{Path: path, Data: []byte(data), Acl: openACL})
+	return m.Submit(&zab.Request{Op: jute.OpCreate, SessionID: session, Body: body})
+}
+
+func follower(c *quorumtest.Cluster, leader int) int {
+	for i := 0; i < c.Len(); i++ {
+		if i != leader && c.Member(i) != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+func TestEnsembleRoles(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{Members: 4, Observers: 1})
+	l := c.WaitLeader(5 * time.Second)
+	c.Ready(5 * time.Second)
+	counts := map[string]int{}
+	for i := 0; i < c.Len(); i++ {
+		counts[c.Member(i).Mode()]++
+	}
+	if counts["leader"] != 1 || counts["follower"] != 2 || counts["observer"] != 1 {
+		t.Fatalf("modes %v", counts)
+	}
+	if c.Member(3).Mode() != "observer" {
+		t.Fatalf("member 4 is %s, want observer", c.Member(3).Mode())
+	}
+	ls, ok := c.Member(l).LeaderStats()
+	if !ok || ls.Followers != 3 || ls.SyncedFollowers != 2 || ls.Observers != 1 {
+		t.Fatalf("leader stats %+v %v", ls, ok)
+	}
+	if _, ok := c.Member(follower(c, l)).LeaderStats(); ok {
+		t.Fatal("a follower reports leader stats")
+	}
+}
+
+// TestWritesAnywhere sends writes of one session through every member, in
+// order, and checks that each completes on the member that took it, in
+// the order sent, and that the members converge.
+func TestWritesAnywhere(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{Members: 3, Observers: 1})
+	c.Ready(5 * time.Second)
+	for i := 0; i < c.Len(); i++ {
+		m := c.Member(i)
+		sess := newSession(t, m, 10000)
+		if _, ok := m.SessionTimeout(sess); !ok {
+			t.Fatalf("member %d: session not known after createSession completed", i+1)
+		}
+		var futs []*zab.Future
+		for k := 0; k < 50; k++ {
+			futs = append(futs, create(m, sess, fmt.Sprintf("/m%d-%03d", i+1, k), "x"))
+		}
+		var last int64
+		for k, f := range futs {
+			res := wait(t, f)
+			if res.Err != nil {
+				t.Fatalf("member %d (%s) write %d: %v", i+1, m.Mode(), k, res.Err)
+			}
+			if res.Zxid <= last {
+				t.Fatalf("member %d: write %d zxid 0x%x not after 0x%x: order lost", i+1, k, res.Zxid, last)
+			}
+			last = res.Zxid
+			// Completed on this member means applied on this member.
+			if _, err := m.Tree().Exists(fmt.Sprintf("/m%d-%03d", i+1, k), nil); err != nil {
+				t.Fatalf("member %d: acknowledged node missing locally: %v", i+1, err)
+			}
+		}
+		dup := wait(t, create(m, sess, fmt.Sprintf("/m%d-000", i+1), "x"))
+		if !errors.Is(dup.Err, jute.CodeNodeExists) && fmt.Sprint(dup.Err) != fmt.Sprint(jute.CodeNodeExists) {
+			var coder interface{ Code() jute.Code }
+			if !errors.As(dup.Err, &coder) || coder.Code() != jute.CodeNodeExists {
+				t.Fatalf("duplicate create: %v, want NodeExists", dup.Err)
+			}
+		}
+	}
+	c.WaitConverged(5 * time.Second)
+}
+
+func TestFollowerSyncSeesLeaderWrites(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	f := c.Member(follower(c, l))
+	sess := newSession(t, c.Member(l), 10000)
+	for k := 0; k < 20; k++ {
+		if res := wait(t, create(c.Member(l), sess, fmt.Sprintf("/s%d", k), "")); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := f.Sync(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("follower sync: %v", err)
+		}
+		if _, err := f.Tree().Exists(fmt.Sprintf("/s%d", k), nil); err != nil {
+			t.Fatalf("after sync the follower misses /s%d: %v", k, err)
+		}
+	}
+}
+
+// TestFollowerTouchesKeepSessionAlive: a session whose packets arrive only
+// at a follower lives as long as they keep coming, then expires on the
+// leader and the close reaches every member.
+func TestFollowerTouchesKeepSessionAlive(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{TickTime: 50 * time.Millisecond})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	f := c.Member(follower(c, l))
+	sess := newSession(t, f, 300)
+	end := time.Now().Add(1500 * time.Millisecond)
+	for time.Now().Before(end) {
+		if !f.Touch(sess) {
+			t.Fatal("session expired although the follower kept touching it")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.WaitFor("session expires once touches stop", 5*time.Second, func() bool {
+		for i := 0; i < c.Len(); i++ {
+			if _, ok := c.Member(i).SessionTimeout(sess); ok {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// TestLeaderLoss stops the leader: a new one is elected, writes through a
+// follower keep working, sessions survive, and the old leader catches up
+// after restart.
+func TestLeaderLoss(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{TickTime: 50 * time.Millisecond})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	f := follower(c, l)
+	sess := newSession(t, c.Member(f), 2000)
+	for k := 0; k < 10; k++ {
+		if res := wait(t, create(c.Member(f), sess, fmt.Sprintf("/before%d", k), "")); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	stopped := time.Now()
+	c.Stop(l)
+	nl := c.WaitLeader(5 * time.Second)
+	if nl == l {
+		t.Fatal("stopped member still leads")
+	}
+	// Keep the session alive through the follower while writing.
+	var res zab.Result
+	for k := 0; ; k++ {
+		c.Member(f).Touch(sess)
+		res = wait(t, create(c.Member(f), sess, "/after", "x"))
+		if res.Err == nil {
+			break
+		}
+		if !errors.Is(res.Err, zab.ErrNotLeader) || time.Since(stopped) > 5*time.Second {
+			t.Fatalf("write after failover: %v (%s)", res.Err, c.Describe())
+		}
+	}
+	t.Logf("leader stop → next acknowledged write: %v", time.Since(stopped))
+	if _, ok := c.Member(f).SessionTimeout(sess); !ok {
+		t.Fatal("session lost in failover")
+	}
+	c.Start(l)
+	d := c.WaitConverged(10 * time.Second)
+	if _, err := c.Member(l).Tree().Exists("/after", nil); err != nil {
+		t.Fatalf("restarted member did not catch up: %v (digest %x)", err, d)
+	}
+}
+
+// TestCutLeaderAcknowledgesNothing cuts the leader off: it stops serving
+// within the serving lease, no write submitted to it is acknowledged, the
+// majority elects a new leader, and after healing all members agree.
+func TestCutLeaderAcknowledgesNothing(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{TickTime: 50 * time.Millisecond})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	old := c.Member(l)
+	sess := newSession(t, old, 5000)
+	c.Cut(l)
+	var futs []*zab.Future
+	for k := 0; k < 20; k++ {
+		futs = append(futs, create(old, sess, fmt.Sprintf("/lost%d", k), ""))
+	}
+	for k, fu := range futs {
+		if res := wait(t, fu); res.Err == nil {
+			t.Fatalf("cut-off leader acknowledged write %d (zxid 0x%x)", k, res.Zxid)
+		}
+	}
+	c.WaitFor("cut member stops serving", 3*time.Second, func() bool { return !old.Serving() })
+	nl := c.WaitLeader(5 * time.Second)
+	nm := c.Member(nl)
+	nm.Touch(sess)
+	if res := wait(t, create(nm, sess, "/majority", "")); res.Err != nil {
+		t.Fatalf("majority write: %v", res.Err)
+	}
+	c.Heal()
+	c.WaitFor("healed member serves again", 5*time.Second, old.Serving)
+	c.WaitConverged(10 * time.Second)
+	for k := 0; k < 20; k++ {
+		if _, err := old.Tree().Exists(fmt.Sprintf("/lost%d", k), nil); err == nil {
+			t.Fatalf("unacknowledged /lost%d applied", k)
+		}
+	}
+	if _, err := old.Tree().Exists("/majority", nil); err != nil {
+		t.Fatal("healed member misses the majority's write")
+	}
+}
+
+// TestCatchUpBySnapshot: a member that was down while the log was
+// compacted past it gets a snapshot installed.
+func TestCatchUpBySnapshot(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{NodeConfig: func(i int, nc *zab.Config) { nc.TrailingLogs = 5 }})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	f := follower(c, l)
+	c.Stop(f)
+	sess := newSession(t, c.Member(l), 10000)
+	for k := 0; k < 100; k++ {
+		if res := wait(t, create(c.Member(l), sess, fmt.Sprintf("/n%03d", k), "data")); res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	if err := c.Member(l).Node().Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	c.Start(f)
+	c.WaitConverged(10 * time.Second)
+	if n := c.Member(f).Tree().NodeCount(); n != c.Member(l).Tree().NodeCount() {
+		t.Fatalf("node counts differ: %d vs %d", n, c.Member(l).Tree().NodeCount())
+	}
+	if _, ok := c.Member(f).SessionTimeout(sess); !ok {
+		t.Fatal("session table not installed with the snapshot")
+	}
+}
+
+// TestConcurrentWritesDuringFailover runs writers on every member while
+// the leader is stopped and restarted; every acknowledged write must be on
+// every member afterwards.
+func TestConcurrentWritesDuringFailover(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{TickTime: 50 * time.Millisecond})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	sessions := make([]int64, c.Len())
+	for i := range sessions {
+		sessions[i] = newSession(t, c.Member(i), 5000)
+	}
+	var mu sync.Mutex
+	var acked []string
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < c.Len(); i++ {
+		if i == l {
+			continue
+		}
+		m := c.Member(i)
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m.Touch(sessions[i])
+				p := fmt.Sprintf("/w%d-%05d", i, k)
+				if res := create(m, sessions[i], p, "").Wait(); res.Err == nil {
+					mu.Lock()
+					acked = append(acked, p)
+					mu.Unlock()
+				} else {
+					time.Sleep(5 * time.Millisecond)
+				}
+			}
+		}(i)
+	}
+	time.Sleep(300 * time.Millisecond)
+	c.Stop(l)
+	c.WaitLeader(5 * time.Second)
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	c.Start(l)
+	c.WaitConverged(10 * time.Second)
+	if len(acked) == 0 {
+		t.Fatal("no write acknowledged")
+	}
+	for i := 0; i < c.Len(); i++ {
+		for _, p := range acked {
+			if _, err := c.Member(i).Tree().Exists(p, nil); err != nil {
+				t.Fatalf("member %d misses acknowledged %s", i+1, p)
+			}
+		}
+	}
+	t.Logf("%d acknowledged writes on every member", len(acked))
+}
