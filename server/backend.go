@@ -38,3 +38,12 @@ type Backend interface {
 type SessionCounter interface {
 	SessionCount() int
 }
+
+// Availability is an optional Backend extension for ensemble members.
+// Serving reports whether the member may serve clients now (it is in touch
+// with a leader and a quorum). While it is false the server refuses new
+// connections and closes the open ones, so clients move to members that
+// serve; ZooKeeper does the same when a member loses its quorum.
+type Availability interface {
+	Serving() bool
+}

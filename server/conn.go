@@ -297,6 +297,10 @@ func (c *conn) handshake() bool {
 		c.logger().Warn("connection refused: malformed connect request", zap.Error(d.Err()), zap.Int("length", len(frame)))
 		return false
 	}
+	if !c.s.serving() {
+		c.logger().Info("connection refused: this member is not serving (no quorum)")
+		return false
+	}
 	if last := c.s.b.LastZxid(); req.LastZxidSeen > last {
 		c.logger().Warn("connection refused: client has seen a zxid this member has not applied",
 			zap.String("lastZxidSeen", hexID(req.LastZxidSeen)), zap.String("lastZxid", hexID(last)))

@@ -106,6 +106,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.ln = ln
 	s.mu.Unlock()
 	s.log.Info("serving clients", zap.String("addr", ln.Addr().String()))
+	if av, ok := s.b.(Availability); ok {
+		s.goAttach(func() { s.watchAvailability(av) })
+	}
 
 	var backoff time.Duration
 	for {
@@ -290,6 +293,39 @@ func (s *Server) CloseConnections(reason string) {
 		c.close(reason)
 	}
 	s.log.Info("closed every client connection", zap.String("reason", reason))
+}
+
+// serving reports whether the Backend serves clients now.
+func (s *Server) serving() bool {
+	av, ok := s.b.(Availability)
+	return !ok || av.Serving()
+}
+
+// watchAvailability closes every connection when the Backend stops
+// serving (it lost its quorum), checking a few times per tick.
+func (s *Server) watchAvailability(av Availability) {
+	every := s.cfg.TickTime / 4
+	if every <= 0 || every > 100*time.Millisecond {
+		every = 100 * time.Millisecond
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	was := true
+	for {
+		select {
+		case <-s.quit:
+			return
+		case <-t.C:
+		}
+		now := av.Serving()
+		if was && !now {
+			s.log.Warn("lost the quorum: closing client connections until it is back")
+			s.CloseConnections("member not serving")
+		} else if !was && now {
+			s.log.Info("quorum is back: serving clients")
+		}
+		was = now
+	}
 }
 
 // Addr returns the listener's address, or nil before Serve.
