@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/quorum"
 	"github.com/zkd/zkd/server"
 	"github.com/zkd/zkd/zab"
 )
@@ -85,40 +86,49 @@ func newLogger(level, format string) (*zap.Logger, error) {
 	return zc.Build()
 }
 
-// configs turns a zoo.cfg into the node's and the server's configurations.
-func configs(c *zooCfg, log *zap.Logger) (zab.Config, server.Config, error) {
-	nc := zab.DefaultConfig()
-	sc := server.DefaultConfig()
-	if len(c.Servers) > 1 {
-		return nc, sc, fmt.Errorf("zkd: %d server.N lines: ensembles are not supported yet; run one member (no server.N lines, or one)", len(c.Servers))
+// configs turns a zoo.cfg into the ensemble's, the node's and the
+// server's configurations.
+func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc server.Config, err error) {
+	nc = zab.DefaultConfig()
+	sc = server.DefaultConfig()
+	qc = quorum.DefaultConfig()
+	if qc.Peers, err = quorum.ParsePeers(c.Servers); err != nil {
+		return qc, nc, sc, err
+	}
+	qc.MyID = c.MyID
+	if qc.MyID == 0 && len(qc.Peers) <= 1 {
+		qc.MyID = 1
+	}
+	qc.TickTime, qc.InitLimit, qc.SyncLimit = c.TickTime, c.InitLimit, c.SyncLimit
+	qc.ReadOnlyMode = c.propBool("readonlymode.enabled")
+	qc.Logger = log.Named("quorum")
+	if err := qc.Validate(); err != nil {
+		return qc, nc, sc, fmt.Errorf("zkd: %w", err)
 	}
 	dataDir, err := filepath.Abs(c.DataDir)
 	if err != nil {
-		return nc, sc, fmt.Errorf("zkd: dataDir %q: %w", c.DataDir, err)
+		return qc, nc, sc, fmt.Errorf("zkd: dataDir %q: %w", c.DataDir, err)
 	}
 	logDir := dataDir
 	if c.DataLogDir != "" {
 		if logDir, err = filepath.Abs(c.DataLogDir); err != nil {
-			return nc, sc, fmt.Errorf("zkd: dataLogDir %q: %w", c.DataLogDir, err)
+			return qc, nc, sc, fmt.Errorf("zkd: dataLogDir %q: %w", c.DataLogDir, err)
 		}
 	}
 	nc.Dir = filepath.Join(logDir, "zkd")
-	nc.MyID = c.MyID
-	if nc.MyID == 0 {
-		nc.MyID = 1
-	}
+	nc.MyID = qc.MyID
 	nc.TickTime = c.TickTime
 	nc.Logger = log.Named("zab")
 	nc.Tree = datatree.DefaultConfig()
 	nc.Tree.ExtendedTypes = c.propBool("zookeeper.extendedTypesEnabled")
 	interval, err := c.propInt("zookeeper.znode.container.checkIntervalMs", 60000)
 	if err != nil {
-		return nc, sc, err
+		return qc, nc, sc, err
 	}
 	nc.ContainerCheckInterval = time.Duration(interval) * time.Millisecond
 	perMinute, err := c.propInt("zookeeper.znode.container.maxPerMinute", 10000)
 	if err != nil {
-		return nc, sc, err
+		return qc, nc, sc, err
 	}
 	nc.ContainerMaxPerMinute = int(perMinute)
 	if c.SnapCount > 0 {
@@ -130,6 +140,10 @@ func configs(c *zooCfg, log *zap.Logger) (zab.Config, server.Config, error) {
 
 	host := c.ClientPortAddress
 	sc.ClientAddr = net.JoinHostPort(host, strconv.Itoa(c.ClientPort))
+	if self, ok := qc.Self(); ok && self.ClientAddr != "" && !qc.Standalone() {
+		// server.N=...;[addr:]clientPort names this member's client address.
+		sc.ClientAddr = self.ClientAddr
+	}
 	sc.TickTime = c.TickTime
 	sc.MinSessionTimeout = c.MinSessionTimeout
 	if sc.MinSessionTimeout == 0 {
@@ -142,7 +156,7 @@ func configs(c *zooCfg, log *zap.Logger) (zab.Config, server.Config, error) {
 	sc.MaxClientCnxns = c.MaxClientCnxns
 	maxBuf, err := c.propInt("jute.maxbuffer", 0xfffff)
 	if err != nil {
-		return nc, sc, err
+		return qc, nc, sc, err
 	}
 	sc.MaxBuffer = int(maxBuf)
 	sc.FourLetterWhitelist = c.FourLetterWords
@@ -152,15 +166,15 @@ func configs(c *zooCfg, log *zap.Logger) (zab.Config, server.Config, error) {
 	sc.DataLogDir = logDir
 	sc.Logger = log.Named("server")
 	if err := sc.Validate(); err != nil {
-		return nc, sc, err
+		return qc, nc, sc, err
 	}
-	return nc, sc, nil
+	return qc, nc, sc, nil
 }
 
 // run starts the node and the client listener and serves until SIGTERM or
 // SIGINT.
 func run(c *zooCfg, log *zap.Logger) error {
-	nc, sc, err := configs(c, log)
+	qc, nc, sc, err := configs(c, log)
 	if err != nil {
 		return err
 	}
@@ -177,18 +191,22 @@ func run(c *zooCfg, log *zap.Logger) error {
 		}
 	}
 	start := time.Now()
-	node, err := zab.Open(nc)
+	node, err := quorum.Open(qc, nc)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	err = node.WaitReady(ctx)
-	cancel()
-	if err != nil {
-		node.Close()
-		return err
+	if qc.Standalone() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		err = node.WaitReady(ctx)
+		cancel()
+		if err != nil {
+			node.Close()
+			return err
+		}
 	}
-	srv, err = server.New(sc, node)
+	// An ensemble member listens at once; until it is in touch with a
+	// leader it refuses clients (Serving), as ZooKeeper does.
+	srv, err = server.New(sc, backend{node})
 	if err != nil {
 		node.Close()
 		return err
@@ -200,6 +218,8 @@ func run(c *zooCfg, log *zap.Logger) error {
 	}
 	log.Info("zkd serving",
 		zap.String("version", zkVersion),
+		zap.String("mode", node.Mode()),
+		zap.Int("members", max(1, len(qc.Peers))),
 		zap.String("client", ln.Addr().String()),
 		zap.String("data", nc.Dir),
 		zap.Int("znodes", node.Tree().NodeCount()),
@@ -224,4 +244,25 @@ func run(c *zooCfg, log *zap.Logger) error {
 	}
 	log.Info("zkd stopped")
 	return nil
+}
+
+// backend adds the leader's mntr figures to a quorum.Member for the
+// server (quorum cannot name server's types).
+type backend struct{ *quorum.Member }
+
+// MonitorStats implements server.MonitorExtender: ZooKeeper's leader-only
+// mntr keys, on the leader only.
+func (b backend) MonitorStats() []server.KeyValue {
+	ls, ok := b.LeaderStats()
+	if !ok {
+		return nil
+	}
+	kv := func(k string, v int) server.KeyValue { return server.KeyValue{Key: "zk_" + k, Value: strconv.Itoa(v)} }
+	return []server.KeyValue{
+		kv("learners", ls.Followers),
+		kv("synced_followers", ls.SyncedFollowers),
+		kv("synced_non_voting_followers", 0),
+		kv("synced_observers", ls.Observers),
+		kv("pending_syncs", ls.PendingSyncs),
+	}
 }
