@@ -153,6 +153,11 @@ class ReconnectTest(KazooTestCase):
         # ensemble run: the fresh server stands in for the whole service.)
         cl = self.own_cluster(members=1)
         old = cl.members[0]
+        # zkd's zxid epoch is its raft term, and every start is an
+        # election: restart a few times so that the fresh server below,
+        # started once, is surely behind in epoch as well as in count.
+        for _ in range(3):
+            old.restart(kill=True)
         a = self.client(cl)
         rec = StateRecorder()
         a.add_listener(rec)
@@ -169,6 +174,8 @@ class ReconnectTest(KazooTestCase):
         try:
             b = self.client(harness.Cluster([fresh]))
             self.assertIsNone(b.exists(self.p("n0")))
+            probe = b.create("/probe", include_data=True)[1].czxid
+            self.assertLess(probe, a.last_zxid, "precondition: the fresh server is behind the client")
             time.sleep(2)
             self.assertEqual(rec.states, [KazooState.SUSPENDED], "served by a server behind the client")
         finally:
