@@ -96,6 +96,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintln(sh.out, "Welcome to ZooKeeper!")
 	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
 		fmt.Fprintln(sh.out, "JLine support is enabled")
+		sh.waitSession()
 		return interactive(sh, f)
 	}
 	fmt.Fprintln(sh.out, "JLine support is disabled")
