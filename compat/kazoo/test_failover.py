@@ -163,6 +163,45 @@ class FailoverTest(KazooTestCase):
         self.assertEqual(setup.get_children(self.p("lock")), [])
 
 
+    def test_election_and_party_across_kill9(self):
+        cl = self.own_cluster()
+        clients = [self.client(cl) for _ in range(3)]
+        leaders = []
+        release = [threading.Event() for _ in range(3)]
+
+        def lead(i):
+            leaders.append(i)
+            release[i].wait(60)
+
+        parties = [c.Party(self.p("party"), "m%d" % i) for i, c in enumerate(clients)]
+        for p in parties:
+            p.join()
+        threads = []
+        for i, c in enumerate(clients):
+            e = c.Election(self.p("elect"), "c%d" % i)
+            t = threading.Thread(target=e.run, args=(lead, i), daemon=True)
+            t.start()
+            threads.append(t)
+            wait_for(lambda i=i: len(e.contenders()) == i + 1, msg="candidate %d" % i)
+        wait_for(lambda: leaders == [0], msg="first leader")
+
+        for m in cl.members:
+            m.kill()
+        for m in cl.members:
+            m.start()
+        wait_for(lambda: all(c.connected for c in clients), timeout=30, msg="reconnect")
+        time.sleep(0.3)
+        self.assertEqual(leaders, [0], "leadership changed across the crash")
+        self.assertEqual(sorted(parties[1]), ["m0", "m1", "m2"])
+        release[0].set()
+        wait_for(lambda: leaders == [0, 1], msg="second leader")
+        release[1].set()
+        wait_for(lambda: leaders == [0, 1, 2], msg="third leader")
+        release[2].set()
+        for t in threads:
+            t.join(10)
+
+
 class CrashSessionTest(KazooTestCase):
     """Sessions across a server crash (SIGKILL and restart on the same
     data): ZooKeeper reloads every session and restarts its clock at
