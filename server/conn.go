@@ -615,6 +615,11 @@ func (c *conn) account(sl *slot, zxid int64) {
 	lat := now.Sub(sl.start).Milliseconds()
 	c.lat.add(lat)
 	c.s.stats.latency.add(lat)
+	if sl.fut != nil {
+		c.s.stats.updateLatency.add(lat)
+	} else {
+		c.s.stats.readLatency.add(lat)
+	}
 	c.last.Lock()
 	c.last.op = opName(sl.op)
 	if sl.xid >= 0 {

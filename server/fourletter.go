@@ -369,6 +369,19 @@ func (s *Server) Monitor() []KeyValue {
 		kv("connection_rejected", s.stats.connectionRejected.Load()),
 		kv("bytes_received_count", s.stats.bytesReceived.Load()),
 	)
+	for _, l := range []struct {
+		name string
+		st   *latencyStats
+	}{{"readlatency", &s.stats.readLatency}, {"updatelatency", &s.stats.updateLatency}} {
+		lo, avg, hi, n := l.st.snapshot()
+		out = append(out,
+			kv("avg_"+l.name, javaDouble(avg)),
+			kv("min_"+l.name, lo),
+			kv("max_"+l.name, hi),
+			kv("cnt_"+l.name, n),
+			kv("sum_"+l.name, l.st.sum.Load()),
+		)
+	}
 	if ex, ok := s.b.(MonitorExtender); ok {
 		out = append(out, ex.MonitorStats()...)
 	}

@@ -98,6 +98,7 @@ func TestFourLetterMonitor(t *testing.T) {
 	c := dialRaw(t, ts.addr)
 	c.session()
 	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/e", Acl: openACL, Flags: jute.ModeEphemeral}, &jute.CreateResponse{})
+	c.call(2, jute.OpExists, &jute.ExistsRequest{Path: "/e"}, &jute.ExistsResponse{})
 	got := map[string]string{}
 	out := fourLetter(t, ts.addr, "mntr")
 	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
@@ -121,6 +122,9 @@ func TestFourLetterMonitor(t *testing.T) {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %q", k, got[k], want)
 		}
+	}
+	if got["zk_cnt_updatelatency"] != "1" || got["zk_cnt_readlatency"] != "1" {
+		t.Errorf("latency counts: %s writes, %s reads; want 1 and 1", got["zk_cnt_updatelatency"], got["zk_cnt_readlatency"])
 	}
 	if !regexp.MustCompile(`^\d+\.\d+$`).MatchString(got["zk_avg_latency"]) {
 		t.Errorf("zk_avg_latency %q is not a Java double", got["zk_avg_latency"])

@@ -66,13 +66,27 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, m := range c.metrics {
 		ch <- m.desc
 	}
+	ch <- readLatencyDesc
+	ch <- updateLatencyDesc
 }
+
+// Latency summaries as ZooKeeper names them; count and sum only.
+var (
+	readLatencyDesc   = prometheus.NewDesc("readlatency", "Latency of requests that are not log entries, in ms.", nil, nil)
+	updateLatencyDesc = prometheus.NewDesc("updatelatency", "Latency of writes through the log, in ms.", nil, nil)
+)
 
 // Collect implements prometheus.Collector.
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	st := c.s.Stats()
 	for _, m := range c.metrics {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.typ, m.value(st))
+	}
+	for desc, l := range map[*prometheus.Desc]*latencyStats{
+		readLatencyDesc:   &c.s.stats.readLatency,
+		updateLatencyDesc: &c.s.stats.updateLatency,
+	} {
+		ch <- prometheus.MustNewConstSummary(desc, uint64(l.count.Load()), float64(l.sum.Load()), nil)
 	}
 }
 

@@ -375,7 +375,9 @@ type serverStats struct {
 	largeRequestsRejected atomic.Int64
 	outstanding           atomic.Int64
 	panics                atomic.Int64 // recovered panics of connection goroutines
-	latency               latencyStats
+	latency               latencyStats // every request
+	readLatency           latencyStats // requests that are not log entries (reads, pings, …)
+	updateLatency         latencyStats // writes that went through the log
 }
 
 // reset clears the counters srst clears.
@@ -383,6 +385,8 @@ func (st *serverStats) reset() {
 	st.packetsReceived.Store(0)
 	st.packetsSent.Store(0)
 	st.latency.reset()
+	st.readLatency.reset()
+	st.updateLatency.reset()
 }
 
 // latencyStats tracks min, max and mean of request latencies in ms. It is
