@@ -39,6 +39,7 @@ import org.apache.zookeeper.data.Stat;
 import org.apache.zookeeper.server.auth.DigestAuthenticationProvider;
 
 /** MoreRecipeScenarios checks Curator's older caches (one-shot watches), more queues, SharedValue and ACLs. */
+@SuppressWarnings("deprecation") // TreeCache, PathChildrenCache and NodeCache are deprecated but widely used
 final class MoreRecipeScenarios {
     private MoreRecipeScenarios() {}
 

@@ -28,6 +28,7 @@ final class WatchScenarios {
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("zk_watches_across_reconnect", 60_000, WatchScenarios::acrossReconnect));
         s.add(new Main.Scenario("zk_watch_read_write_race", 60_000, WatchScenarios::readWriteRace));
+        s.add(new Main.Scenario("zk_event_before_new_data", 60_000, WatchScenarios::eventBeforeNewData));
         s.add(new Main.Scenario("failover_curator_cache_kill9_restart", 120_000, WatchScenarios::cacheFailover));
     }
 
@@ -180,6 +181,65 @@ final class WatchScenarios {
             Check.eq(List.of(), sortedCopy(r.events), "events of a watch armed after the write");
         }
         System.out.printf("  (%d of %d child reads and %d data reads raced ahead of the write)%n", missedChild, rounds, missedData);
+    }
+
+    /**
+     * ZooKeeper's ordering guarantee: a client sees the watch event for a change before any reply
+     * that shows the changed data. The client keeps pipelined async reads in flight while another
+     * client writes the watched node; the Java client runs watchers and callbacks on one thread in
+     * arrival order, so a callback that sees the new version before the watcher ran is a violation.
+     */
+    static void eventBeforeNewData(Ctx c) throws Exception {
+        String b = c.path("");
+        ZooKeeper writer = c.zk();
+        ZooKeeper reader = c.zk();
+        create(writer, b, null, CreateMode.PERSISTENT);
+        int rounds = 400;
+        java.util.concurrent.atomic.AtomicInteger violations = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger sawNew = new java.util.concurrent.atomic.AtomicInteger();
+        List<String> first = Collections.synchronizedList(new ArrayList<>());
+        for (int i = 0; i < rounds; i++) {
+            String p = b + "/n" + i;
+            create(writer, p, "0", CreateMode.PERSISTENT);
+            java.util.concurrent.atomic.AtomicBoolean fired = new java.util.concurrent.atomic.AtomicBoolean();
+            reader.getData(p, e -> fired.set(true), null);
+            int reads = 30;
+            CountDownLatch done = new CountDownLatch(reads);
+            long spinNs = (i % 8) * 150_000L; // land the write at varying points of the burst
+            Future<Void> w = c.go(() -> {
+                long until = System.nanoTime() + spinNs;
+                while (System.nanoTime() < until) {
+                    Thread.onSpinWait();
+                }
+                writer.setData(p, bytes("1"), -1);
+            });
+            for (int k = 0; k < reads; k++) {
+                reader.getData(p, false, (rc, path, ctx, data, stat) -> {
+                    if (rc == 0 && stat.getVersion() == 1) {
+                        sawNew.incrementAndGet();
+                        if (!fired.get()) {
+                            violations.incrementAndGet();
+                            first.add(path);
+                        }
+                    }
+                    done.countDown();
+                }, null);
+            }
+            w.get(10, TimeUnit.SECONDS);
+            Check.that(done.await(10, TimeUnit.SECONDS), "reads did not complete");
+            // One more read after the write is certain to see it.
+            reader.getData(p, false, (rc, path, ctx, data, stat) -> {
+                sawNew.incrementAndGet();
+                if (!fired.get()) {
+                    violations.incrementAndGet();
+                    first.add(path);
+                }
+            }, null);
+            reader.sync(p, (rc, path, ctx) -> { }, null);
+            Check.waitFor(5_000, "watch on " + p + " to fire", fired::get);
+        }
+        Check.that(violations.get() == 0, "%d of %d replies showed new data before the watch event for it (first at %s)",
+                violations.get(), sawNew.get(), first.isEmpty() ? "-" : first.get(0));
     }
 
     /**
