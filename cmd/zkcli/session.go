@@ -39,6 +39,7 @@ const (
 type Session struct {
 	zkc     atomic.Pointer[zk.Conn]
 	host    string
+	root    chroot
 	timeout time.Duration
 	onEvent func(jute.WatcherEvent)
 
@@ -71,12 +72,18 @@ type nopLogger struct{}
 func (nopLogger) Printf(string, ...any) {}
 
 // Dial starts a session with the servers of the connection string host
-// ("h1:p1,h2:p2"). It returns at once; the session is established in the
-// background and Call waits for it. onEvent receives watch and session
-// events.
+// ("h1:p1,h2:p2", optionally followed by a chroot path "/app" that the
+// session then sees as "/"). It returns at once; the session is
+// established in the background and Call waits for it. onEvent receives
+// watch and session events; it must not call back into the session.
 func Dial(host string, timeout time.Duration, onEvent func(jute.WatcherEvent)) (*Session, error) {
+	serverList, root, err := splitChroot(host)
+	if err != nil {
+		return nil, err
+	}
 	s := &Session{
 		host:    host,
+		root:    chroot(root),
 		timeout: timeout,
 		onEvent: onEvent,
 		Watches: newWatchSet(),
@@ -84,7 +91,7 @@ func Dial(host string, timeout time.Duration, onEvent func(jute.WatcherEvent)) (
 	}
 	s.mu.state = stateConnecting
 	s.xid.Store(rawXidBase)
-	servers := strings.Split(host, ",")
+	servers := strings.Split(serverList, ",")
 	conn, _, err := zk.Connect(servers, timeout,
 		zk.WithLogger(nopLogger{}),
 		zk.WithLogInfo(false),
@@ -143,7 +150,7 @@ func (s *Session) setStateLocked(state string) {
 // block on the connection.
 func (s *Session) event(ev zk.Event) {
 	if ev.Type != zk.EventSession {
-		we := jute.WatcherEvent{Type: int32(ev.Type), State: int32(ev.State), Path: ev.Path}
+		we := jute.WatcherEvent{Type: int32(ev.Type), State: int32(ev.State), Path: s.root.toClient(ev.Path)}
 		if s.Watches.fire(we) {
 			s.onEvent(we)
 		}
@@ -249,7 +256,8 @@ func (s *Session) ready() (*wireConn, error) {
 }
 
 // Call sends one request on the session and decodes the reply body into resp
-// (which may be nil for replies without a body). A server error comes back
+// (which may be nil for replies without a body). Paths in req and resp are
+// the shell's: Call maps them through the chroot, rewriting req in place. A server error comes back
 // as its jute.Code; a lost connection as jute.CodeConnectionLoss; no reply
 // within the session timeout as jute.CodeOperationTimeout.
 func (s *Session) Call(op int32, req, resp jute.Record) error {
@@ -261,6 +269,9 @@ func (s *Session) Call(op int32, req, resp jute.Record) error {
 	if xid < rawXidBase { // wrapped: start the shell's range again
 		s.xid.Store(rawXidBase)
 		xid = s.xid.Add(1)
+	}
+	if req != nil {
+		s.root.request(req)
 	}
 	ch, err := w.send(xid, op, req)
 	if err != nil {
@@ -280,6 +291,7 @@ func (s *Session) Call(op int32, req, resp jute.Record) error {
 			if err := jute.Decode(r.body, resp); err != nil {
 				return jute.CodeMarshallingError
 			}
+			s.root.response(resp)
 		}
 		return nil
 	case <-timer.C:

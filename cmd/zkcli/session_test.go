@@ -219,3 +219,30 @@ func TestIntegration_Interactive(t *testing.T) {
 		t.Fatalf("zkcli did not quit:\n%s", screen.String())
 	}
 }
+
+// TestIntegration_Chroot uses a connection string with a chroot path: the
+// shell sees the chroot as "/" in requests, replies and watch events.
+func TestIntegration_Chroot(t *testing.T) {
+	srv := zkproc.StartZkd(t, zkproc.Options{})
+	if r := runCLI(t, srv.Addr, nil, "create", "/app"); r.code != 0 {
+		t.Fatalf("create /app: %+v", r)
+	}
+	script := "create /x 1\ncreate -e -s /x/e- \nget -w /x\nset /x 2\ngetEphemerals /\nls -R /\nquit\n"
+	r := runCLI(t, srv.Addr+"/app", &script)
+	wantOut := "Connecting to ADDR/app\nWelcome to ZooKeeper!\nJLine support is disabled\n" +
+		event("SyncConnected", "None", "null") +
+		"1\n" + event("SyncConnected", "NodeDataChanged", "/x") +
+		"[/x/e-0000000000]\n/\n/x\n/x/e-0000000000\n" + event("Closed", "None", "null")
+	if got := mask(r.out, srv.Addr); got != wantOut {
+		t.Errorf("stdout\n%s\nwant\n%s", got, wantOut)
+	}
+	if r.err != "Created /x\nCreated /x/e-0000000000\n" || r.code != 0 {
+		t.Errorf("stderr %q, exit %d", r.err, r.code)
+	}
+	if r := runCLI(t, srv.Addr, nil, "get", "/app/x"); !strings.HasSuffix(r.out, "\n2\n") {
+		t.Errorf("get /app/x without the chroot: %+v", r)
+	}
+	if r := runCLI(t, srv.Addr+"/nope", nil, "ls", "/"); r.code != 1 || r.err != "Node does not exist: /\n" {
+		t.Errorf("ls in a missing chroot: %+v", r)
+	}
+}

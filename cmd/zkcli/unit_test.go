@@ -316,3 +316,51 @@ func TestWatchSet(t *testing.T) {
 		t.Error("setWatches of an empty set is not nil")
 	}
 }
+
+func TestChroot(t *testing.T) {
+	split := []struct {
+		in, servers, root string
+		wantErr           bool
+	}{
+		{"h:1", "h:1", "", false},
+		{"h:1,g:2/app", "h:1,g:2", "/app", false},
+		{"h:1/", "h:1", "", false},
+		{"h:1/app/", "", "", true},
+	}
+	for _, tt := range split {
+		servers, root, err := splitChroot(tt.in)
+		if (err != nil) != tt.wantErr || servers != tt.servers || root != tt.root {
+			t.Errorf("splitChroot(%q) = %q, %q, %v", tt.in, servers, root, err)
+		}
+	}
+	c := chroot("/app")
+	paths := []struct{ client, server string }{
+		{"/", "/app"},
+		{"/x", "/app/x"},
+		{"/x/y", "/app/x/y"},
+	}
+	for _, p := range paths {
+		if got := c.toServer(p.client); got != p.server {
+			t.Errorf("toServer(%q) = %q, want %q", p.client, got, p.server)
+		}
+		if got := c.toClient(p.server); got != p.client {
+			t.Errorf("toClient(%q) = %q, want %q", p.server, got, p.client)
+		}
+	}
+	if got := c.toClient("/application"); got != "/application" {
+		t.Errorf("toClient of a path outside the chroot = %q", got)
+	}
+	if got := chroot("").toServer("/x"); got != "/x" {
+		t.Errorf("empty chroot maps /x to %q", got)
+	}
+	req := &jute.MultiRequest{Ops: []jute.MultiOp{{Type: jute.OpDelete, Req: &jute.DeleteRequest{Path: "/a"}}}}
+	c.request(req)
+	if got := req.Ops[0].Req.(*jute.DeleteRequest).Path; got != "/app/a" {
+		t.Errorf("multi op path = %q", got)
+	}
+	resp := &jute.GetEphemeralsResponse{Ephemerals: []string{"/app/e", "/app"}}
+	c.response(resp)
+	if !reflect.DeepEqual(resp.Ephemerals, []string{"/e", "/"}) {
+		t.Errorf("ephemerals = %q", resp.Ephemerals)
+	}
+}
