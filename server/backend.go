@@ -47,3 +47,11 @@ type SessionCounter interface {
 type Availability interface {
 	Serving() bool
 }
+
+// ZxidWaiter is an optional Backend extension for ensemble members: a
+// client reconnecting from a member that was a few entries ahead is not
+// refused at once; WaitZxid blocks until this member applied zxid (true)
+// or ctx is done (false).
+type ZxidWaiter interface {
+	WaitZxid(ctx context.Context, zxid int64) bool
+}

@@ -301,7 +301,8 @@ func (c *conn) handshake() bool {
 		c.logger().Info("connection refused: this member is not serving (no quorum)")
 		return false
 	}
-	if last := c.s.b.LastZxid(); req.LastZxidSeen > last {
+	c.tree = c.s.b.Tree()
+	if last := c.s.b.LastZxid(); req.LastZxidSeen > last && !c.s.waitZxid(req.LastZxidSeen) {
 		c.logger().Warn("connection refused: client has seen a zxid this member has not applied",
 			zap.String("lastZxidSeen", hexID(req.LastZxidSeen)), zap.String("lastZxid", hexID(last)))
 		return false
@@ -347,7 +348,6 @@ func (c *conn) handshake() bool {
 		c.logger().Debug("write of connect response failed", zap.Error(err))
 		return false
 	}
-	c.tree = c.s.b.Tree()
 	c.established.Store(time.Now().UnixMilli())
 	c.s.log.Info("session established", zap.String("session", hexID(id)), zap.String("remote", c.remote),
 		zap.Int32("timeout", timeout), zap.Bool("reattached", req.SessionId != 0))

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -299,6 +300,18 @@ func (s *Server) CloseConnections(reason string) {
 func (s *Server) serving() bool {
 	av, ok := s.b.(Availability)
 	return !ok || av.Serving()
+}
+
+// waitZxid gives an ensemble member up to a tick to apply zxid before a
+// client that has seen it is refused.
+func (s *Server) waitZxid(zxid int64) bool {
+	w, ok := s.b.(ZxidWaiter)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(s.cfg.TickTime, 2*time.Second))
+	defer cancel()
+	return w.WaitZxid(ctx, zxid)
 }
 
 // watchAvailability closes every connection when the Backend stops
