@@ -287,3 +287,22 @@ func (m *Member) Close() error {
 	})
 	return err
 }
+
+// WaitZxid blocks until this member applied zxid (true) or ctx is done
+// (false). The server uses it so that a client arriving from a member a
+// few entries ahead is served once this one catches up instead of being
+// refused at once. Standalone it returns false at once: nothing else can
+// be ahead.
+func (m *Member) WaitZxid(ctx context.Context, zxid int64) bool {
+	if m.fwd == nil {
+		return m.node.LastZxid() >= zxid
+	}
+	for m.node.LastZxid() < zxid {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return true
+}
