@@ -63,7 +63,7 @@ func TestIntegration_Reconnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sh.Close()
-	var other bytes.Buffer
+	var other syncBuffer
 	peer := NewShell(&other, &other, 4*time.Second)
 	if err := peer.Connect(srv.Addr); err != nil {
 		t.Fatal(err)
@@ -244,5 +244,57 @@ func TestIntegration_Chroot(t *testing.T) {
 	}
 	if r := runCLI(t, srv.Addr+"/nope", nil, "ls", "/"); r.code != 1 || r.err != "Node does not exist: /\n" {
 		t.Errorf("ls in a missing chroot: %+v", r)
+	}
+}
+
+// TestIntegration_Expiry partitions the shell from the server until its
+// session expires: after the partition heals the shell reports Expired, its
+// state becomes CLOSED, commands print "Not connected", its ephemeral is
+// gone, and connect starts a new session.
+func TestIntegration_Expiry(t *testing.T) {
+	srv := zkproc.StartZkd(t, zkproc.Options{TickTime: 500})
+	proxy := zkproc.StartProxy(t, srv.Addr)
+
+	var out, errb syncBuffer
+	sh := NewShell(&out, &errb, 2*time.Second)
+	if err := sh.Connect(proxy.Addr); err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close()
+	sh.Execute("create -e /e x")
+	if sh.ExitCode() != 0 {
+		t.Fatalf("create -e failed: %s", errb.String())
+	}
+
+	proxy.Blackhole()
+	waitFor(t, "the Disconnected event", 10*time.Second, func() bool {
+		return strings.Contains(out.String(), "state:Disconnected type:None")
+	})
+	var other syncBuffer
+	peer := NewShell(&other, &other, 4*time.Second)
+	if err := peer.Connect(srv.Addr); err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	waitFor(t, "the server to expire the session", 20*time.Second, func() bool {
+		peer.Execute("stat /e")
+		return peer.ExitCode() == 1
+	})
+	proxy.Heal()
+	waitFor(t, "the Expired event", 20*time.Second, func() bool {
+		return strings.Contains(out.String(), "state:Expired type:None path:null\n")
+	})
+	if got := sh.Prompt(); got != "[zk: "+proxy.Addr+"(CLOSED) 1] " {
+		t.Errorf("prompt after expiry = %q", got)
+	}
+	before := len(out.String())
+	sh.Execute("ls /")
+	if got := out.String()[before:]; got != "Not connected\n" || sh.ExitCode() != 0 {
+		t.Errorf("ls after expiry printed %q, exit %d", got, sh.ExitCode())
+	}
+	sh.Execute("connect " + srv.Addr)
+	sh.Execute("getEphemerals /")
+	if !strings.HasSuffix(out.String(), "[]\n") || sh.ExitCode() != 0 {
+		t.Errorf("after reconnecting: %q", out.String())
 	}
 }

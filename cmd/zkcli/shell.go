@@ -145,13 +145,14 @@ func (sh *Shell) ExitCode() int { return sh.exitCode }
 // Quit reports whether the quit command ran.
 func (sh *Shell) Quit() bool { return sh.quit }
 
-// Execute runs one line typed at the prompt or read from a script: empty
-// lines are ignored, others are recorded in the history and run.
+// Execute runs one line typed at the prompt or read from a script: blank
+// lines are ignored, others are recorded in the history and run. (zkCli
+// re-runs the previous command for a line of spaces; zkcli ignores it.)
 func (sh *Shell) Execute(line string) {
-	if line == "" {
+	words := tokenize(line)
+	if len(words) == 0 {
 		return
 	}
-	words := tokenize(line)
 	sh.history[sh.commandCount] = line
 	sh.Run(words)
 	sh.commandCount++
