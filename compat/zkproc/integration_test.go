@@ -118,8 +118,10 @@ func TestIntegration_ZooKeeperOptions(t *testing.T) {
 	}
 }
 
-func TestIntegration_ZooKeeperEnsemble(t *testing.T) {
-	servers := StartZooKeeperEnsemble(t, 3, Options{TickTime: 200})
+// exerciseEnsemble checks a three-member ensemble: one leader and two
+// followers, a write through any member, a quorum left after one member
+// is killed, and the killed member back after Restart.
+func exerciseEnsemble(t *testing.T, servers []*Server) {
 	modes := map[string]int{}
 	for _, s := range servers {
 		srvr, err := s.FourLetter("srvr")
@@ -148,8 +150,26 @@ func TestIntegration_ZooKeeperEnsemble(t *testing.T) {
 	if ok, _, err := c2.Exists("/ens"); err != nil || !ok {
 		t.Fatalf("Exists(/ens) = %v, %v", ok, err)
 	}
+	if _, err := c2.Create("/ens/while-down", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
 	servers[0].Restart(t)
 	WaitServing(t, servers[0].Addr, 30*time.Second)
+	c3 := connect(t, servers[0].Addr)
+	if _, err := c3.Sync("/ens"); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := c3.Exists("/ens/while-down"); err != nil || !ok {
+		t.Fatalf("restarted member: Exists(/ens/while-down) = %v, %v", ok, err)
+	}
+}
+
+func TestIntegration_ZooKeeperEnsemble(t *testing.T) {
+	exerciseEnsemble(t, StartZooKeeperEnsemble(t, 3, Options{TickTime: 200}))
+}
+
+func TestIntegration_ZkdEnsemble(t *testing.T) {
+	exerciseEnsemble(t, StartZkdEnsemble(t, 3, Options{TickTime: 200}))
 }
 
 // TestIntegration_ZkdStarts builds ./cmd/zkd, starts it from a zoo.cfg and
