@@ -135,10 +135,12 @@ func cmdLs(sh *Shell, p *parsedArgs) error {
 	return nil
 }
 
-// lsRecursive prints path and every descendant, depth first with children
-// in sorted order, as zkCli's ls -R (ZKUtil.visitSubTreeDFS) does.
+// lsRecursive prints path and every descendant as zkCli's ls -R does
+// (ZKUtil.visitSubTreeDFS): each node's children in sorted order, then the
+// subtrees of those children in turn. Nodes removed during the walk are
+// skipped.
 func lsRecursive(sh *Shell, path string, watch bool) error {
-	if err := sh.sess.Call(jute.OpExists, &jute.ExistsRequest{Path: path, Watch: watch}, &jute.ExistsResponse{}); err != nil {
+	if err := sh.sess.Call(jute.OpGetData, &jute.GetDataRequest{Path: path, Watch: watch}, &jute.GetDataResponse{}); err != nil {
 		return zkErr(err, path)
 	}
 	if watch {
@@ -150,7 +152,7 @@ func lsRecursive(sh *Shell, path string, watch bool) error {
 		resp := &jute.GetChildrenResponse{}
 		err := sh.sess.Call(jute.OpGetChildren, &jute.GetChildrenRequest{Path: p, Watch: watch}, resp)
 		if errors.Is(err, jute.CodeNoNode) {
-			return nil // removed while walking
+			return nil
 		}
 		if err != nil {
 			return zkErr(err, p)
@@ -159,12 +161,14 @@ func lsRecursive(sh *Shell, path string, watch bool) error {
 			sh.sess.Watches.add(watchChild, p)
 		}
 		sort.Strings(resp.Children)
-		for _, c := range resp.Children {
-			cp := p + "/" + c
-			if p == "/" {
-				cp = "/" + c
-			}
-			fmt.Fprintln(sh.out, cp)
+		paths := make([]string, len(resp.Children))
+		var b strings.Builder
+		for i, c := range resp.Children {
+			paths[i] = childPath(p, c)
+			b.WriteString(paths[i] + "\n")
+		}
+		fmt.Fprint(sh.out, b.String())
+		for _, cp := range paths {
 			if err := visit(cp); err != nil {
 				return err
 			}
@@ -172,6 +176,14 @@ func lsRecursive(sh *Shell, path string, watch bool) error {
 		return nil
 	}
 	return visit(path)
+}
+
+// childPath joins a parent path and a child name.
+func childPath(parent, child string) string {
+	if parent == "/" {
+		return "/" + child
+	}
+	return parent + "/" + child
 }
 
 // cmdGet prints a znode's data: get [-s] [-w] path.
@@ -396,11 +408,7 @@ func cmdDeleteAll(sh *Shell, p *parsedArgs) error {
 			return zkErr(err, tree[i])
 		}
 		for _, c := range resp.Children {
-			if tree[i] == "/" {
-				tree = append(tree, "/"+c)
-			} else {
-				tree = append(tree, tree[i]+"/"+c)
-			}
+			tree = append(tree, childPath(tree[i], c))
 		}
 	}
 	for end := len(tree); end > 0; end -= batch {
@@ -488,11 +496,7 @@ func cmdSetACL(sh *Shell, p *parsedArgs) error {
 			}
 			sort.Strings(resp.Children)
 			for _, c := range resp.Children {
-				cp := q + "/" + c
-				if q == "/" {
-					cp = "/" + c
-				}
-				if err := visit(cp); err != nil {
+				if err := visit(childPath(q, c)); err != nil {
 					return err
 				}
 			}
