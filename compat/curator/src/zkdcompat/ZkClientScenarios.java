@@ -37,6 +37,7 @@ final class ZkClientScenarios {
         s.add(new Main.Scenario("zk_get_ephemerals", 30_000, ZkClientScenarios::getEphemerals));
         s.add(new Main.Scenario("zk_get_all_children_number", 30_000, ZkClientScenarios::allChildrenNumber));
         s.add(new Main.Scenario("zk_who_am_i", 30_000, ZkClientScenarios::whoAmI));
+        s.add(new Main.Scenario("zk_system_nodes_and_config", 30_000, ZkClientScenarios::systemNodes));
     }
 
     static final List<org.apache.zookeeper.data.ACL> OPEN = ZooDefs.Ids.OPEN_ACL_UNSAFE;
@@ -392,6 +393,35 @@ final class ZkClientScenarios {
         Check.eq(List.of("digest:alice", "ip:127.0.0.1"), infos(z.whoAmI()), "identities after addauth");
         z.addAuthInfo("digest", bytes("bob:pw"));
         Check.eq(List.of("digest:alice", "digest:bob", "ip:127.0.0.1"), infos(z.whoAmI()), "identities after a second addauth");
+    }
+
+    /**
+     * The system nodes exist, /zookeeper/config is what getConfig reads (empty for a standalone
+     * server, the server.N lines and a version for an ensemble), and the system subtree is protected.
+     */
+    static void systemNodes(Ctx c) throws Exception {
+        ZooKeeper z = c.zk();
+        List<String> kids = sorted(z.getChildren("/zookeeper", false));
+        Check.eq(List.of("config", "quota"), kids, "children of /zookeeper");
+        Stat st = new Stat();
+        String cfg = str(z.getConfig(false, st));
+        Check.eq(st, z.exists("/zookeeper/config", false), "getConfig's stat is /zookeeper/config's");
+        if (Main.members() == 1) {
+            Check.eq("", cfg, "getConfig of a standalone server");
+        } else {
+            for (int i = 1; i <= Main.members(); i++) {
+                Check.that(cfg.contains("server." + i + "="), "config lacks server.%d: %s", i, cfg);
+            }
+            Check.that(cfg.contains("version="), "config lacks its version: %s", cfg);
+        }
+        KeeperException e = Check.throwsType(KeeperException.class, "create under /zookeeper/config",
+                () -> create(z, "/zookeeper/config/x", null, CreateMode.PERSISTENT));
+        Check.eq(KeeperException.Code.NOAUTH, e.code(), "create under /zookeeper/config (read-only ACL)");
+        e = Check.throwsType(KeeperException.class, "delete /zookeeper", () -> z.delete("/zookeeper", -1));
+        Check.eq(KeeperException.Code.BADARGUMENTS, e.code(), "delete /zookeeper");
+        e = Check.throwsType(KeeperException.class, "setData /zookeeper/config",
+                () -> z.setData("/zookeeper/config", bytes("x"), -1));
+        Check.eq(KeeperException.Code.NOAUTH, e.code(), "setData /zookeeper/config");
     }
 
     static boolean missing(ZooKeeper z, String path) {
