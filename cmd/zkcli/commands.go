@@ -475,7 +475,7 @@ func cmdSetACL(sh *Shell, p *parsedArgs) error {
 		return err
 	}
 	if len(acl) == 0 {
-		return zkErr(jute.CodeInvalidACL, path)
+		return zkErr(jute.CodeInvalidACL, "") // the Java client's check names no path
 	}
 	set := func(target string) (*jute.Stat, error) {
 		resp := &jute.SetACLResponse{}
