@@ -9,10 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -164,6 +166,8 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	sc.Version = zkVersion
 	sc.DataDir = dataDir
 	sc.DataLogDir = logDir
+	sc.ServerID = c.MyID
+	sc.ClientPort = c.ClientPort
 	sc.Logger = log.Named("server")
 	if err := sc.Validate(); err != nil {
 		return qc, nc, sc, err
@@ -184,9 +188,11 @@ func run(c *zooCfg, log *zap.Logger) error {
 	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {
 		return fmt.Errorf("zkd: create data dir: %w", err)
 	}
-	var srv *server.Server
+	// The node may close sessions (log replay, expiry) before the server
+	// exists; srv is published once it does.
+	var srv atomic.Pointer[server.Server]
 	nc.OnSessionClosed = func(id int64) {
-		if s := srv; s != nil {
+		if s := srv.Load(); s != nil {
 			s.SessionClosed(id)
 		}
 	}
@@ -206,11 +212,12 @@ func run(c *zooCfg, log *zap.Logger) error {
 	}
 	// An ensemble member listens at once; until it is in touch with a
 	// leader it refuses clients (Serving), as ZooKeeper does.
-	srv, err = server.New(sc, backend{node})
+	s, err := server.New(sc, backend{node})
 	if err != nil {
 		node.Close()
 		return err
 	}
+	srv.Store(s)
 	ln, err := net.Listen("tcp", sc.ClientAddr)
 	if err != nil {
 		node.Close()
@@ -226,8 +233,18 @@ func run(c *zooCfg, log *zap.Logger) error {
 		zap.String("zxid", fmt.Sprintf("0x%x", node.LastZxid())),
 		zap.Duration("startup", time.Since(start)))
 
+	var https []*http.Server
+	if c.AdminEnable {
+		https = append(https, startHTTP(log, "admin", net.JoinHostPort(c.AdminAddress, strconv.Itoa(c.AdminPort)), s.AdminHandler()))
+	}
+	if c.MetricsEnabled {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", s.MetricsHandler())
+		https = append(https, startHTTP(log, "metrics", net.JoinHostPort(c.MetricsHost, strconv.Itoa(c.MetricsPort)), mux))
+	}
+
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- s.Serve(ln) }()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 	select {
@@ -238,7 +255,12 @@ func run(c *zooCfg, log *zap.Logger) error {
 			log.Error("client listener failed", zap.Error(err))
 		}
 	}
-	srv.Close()
+	for _, h := range https {
+		if h != nil {
+			h.Close()
+		}
+	}
+	s.Close()
 	if cerr := node.Close(); cerr != nil {
 		log.Warn("closing the log", zap.Error(cerr))
 	}
@@ -265,4 +287,22 @@ func (b backend) MonitorStats() []server.KeyValue {
 		kv("synced_observers", ls.Observers),
 		kv("pending_syncs", ls.PendingSyncs),
 	}
+}
+
+// startHTTP serves h on addr in the background. As in ZooKeeper, a port
+// that cannot be bound is logged and the member runs on without it.
+func startHTTP(log *zap.Logger, what, addr string, h http.Handler) *http.Server {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		log.Warn("http server not started", zap.String("server", what), zap.String("addr", addr), zap.Error(err))
+		return nil
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Warn("http server stopped", zap.String("server", what), zap.Error(err))
+		}
+	}()
+	log.Info("http server listening", zap.String("server", what), zap.String("addr", ln.Addr().String()))
+	return hs
 }

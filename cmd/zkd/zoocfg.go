@@ -29,7 +29,12 @@ type zooCfg struct {
 	MaxSessionTimeout time.Duration // 0: 20 × tickTime
 	FourLetterWords   []string
 	AdminEnable       bool
+	AdminAddress      string // admin.serverAddress; "" = all interfaces
 	AdminPort         int
+	// MetricsEnabled is set by metricsProvider.className (ZooKeeper's
+	// Prometheus provider) or metricsProvider.httpPort.
+	MetricsEnabled    bool
+	MetricsHost       string // metricsProvider.httpHost; "" = all interfaces
 	MetricsPort       int
 	SnapCount         int
 	SnapRetainCount   int
@@ -211,8 +216,15 @@ func (c *zooCfg) set(key, val string) error {
 		return boolean(&c.AdminEnable)
 	case "admin.serverPort":
 		return atoi(&c.AdminPort)
+	case "admin.serverAddress":
+		c.AdminAddress = val
 	case "metricsProvider.httpPort":
+		c.MetricsEnabled = true
 		return atoi(&c.MetricsPort)
+	case "metricsProvider.httpHost":
+		c.MetricsHost = val
+	case "metricsProvider.className":
+		c.MetricsEnabled = strings.Contains(val, "Prometheus")
 	case "snapCount":
 		return atoi(&c.SnapCount)
 	case "autopurge.snapRetainCount":
@@ -221,8 +233,7 @@ func (c *zooCfg) set(key, val string) error {
 		return boolean(&c.ReconfigEnabled)
 	case "standaloneEnabled":
 		return boolean(&c.StandaloneEnabled)
-	case "autopurge.purgeInterval", "metricsProvider.className", "metricsProvider.exportJvmInfo",
-		"admin.serverAddress", "secureClientPort", "secureClientPortAddress", "dynamicConfigFile",
+	case "autopurge.purgeInterval", "metricsProvider.exportJvmInfo", "secureClientPort", "secureClientPortAddress", "dynamicConfigFile",
 		"localSessionsEnabled", "localSessionsUpgradingEnabled", "globalOutstandingLimit",
 		"preAllocSize", "peerType", "electionAlg", "quorumListenOnAllIPs", "forceSync":
 		// Read and accepted; zkd's behaviour does not depend on them.
