@@ -333,3 +333,41 @@ func TestConcurrentWritesDuringFailover(t *testing.T) {
 	}
 	t.Logf("%d acknowledged writes on every member", len(acked))
 }
+
+// TestMinorityStopsServing: a member cut off from the others stops
+// serving within syncLimit ticks (read-only with readonlymode.enabled),
+// and serves again, read-write, once healed.
+func TestMinorityStopsServing(t *testing.T) {
+	for _, ro := range []bool{false, true} {
+		t.Run(fmt.Sprintf("readonlymode=%v", ro), func(t *testing.T) {
+			c := quorumtest.New(t, quorumtest.Options{TickTime: 50 * time.Millisecond, ReadOnlyMode: ro})
+			c.Ready(5 * time.Second)
+			l := c.WaitLeader(5 * time.Second)
+			fi := follower(c, l)
+			f := c.Member(fi)
+			if !f.Serving() || f.ReadOnlyAllowed() != ro {
+				t.Fatalf("follower serving=%v readOnlyAllowed=%v", f.Serving(), f.ReadOnlyAllowed())
+			}
+			cut := time.Now()
+			c.Cut(fi)
+			c.WaitFor("cut follower stops serving", 3*time.Second, func() bool { return !f.Serving() })
+			qc := c.Config()
+			lease := qc.Timing().ServingLease
+			if d := time.Since(cut); d < lease/2 {
+				t.Fatalf("stopped serving after %v, before the serving lease %v", d, lease)
+			}
+			want := "follower"
+			if ro {
+				want = "read-only"
+			}
+			if m := f.Mode(); m != want {
+				t.Fatalf("mode while cut off = %q, want %q", m, want)
+			}
+			c.Heal()
+			c.WaitFor("healed follower serves", 5*time.Second, f.Serving)
+			if m := f.Mode(); m != "follower" {
+				t.Fatalf("mode after heal = %q", m)
+			}
+		})
+	}
+}

@@ -200,28 +200,31 @@ func (m *Member) Sync(ctx context.Context) error {
 	return m.node.WaitApplied(ctx, idx)
 }
 
-// Mode names the member's role: standalone, leader, follower or observer.
-func (m *Member) Mode() string { return m.node.Mode() }
+// Mode names the member's role: standalone, leader, follower or
+// observer; "read-only" (as ZooKeeper's srvr says) while it has no quorum
+// and readonlymode.enabled lets it serve read-only clients.
+func (m *Member) Mode() string {
+	if m.fwd != nil && m.cfg.ReadOnlyMode && !m.Serving() {
+		return "read-only"
+	}
+	return m.node.Mode()
+}
 
 // Serving reports whether the member may serve clients: always when
 // standalone; while leading (raft steps a leader down once it cannot reach
-// a majority for LeaderLeaseTimeout); as a follower or observer, while a
-// leader is known and was heard from within syncLimit ticks.
+// a majority for LeaderLeaseTimeout); otherwise while a leader was heard
+// from within syncLimit ticks, so that a short election (when followers
+// are briefly candidates) does not drop every client.
 func (m *Member) Serving() bool {
 	if m.fwd == nil {
 		return true
 	}
 	r := m.node.Raft()
-	switch r.State() {
-	case raft.Leader:
+	if r.State() == raft.Leader {
 		return true
-	case raft.Follower:
-		if m.node.Leader() == "" {
-			return false
-		}
-		return time.Since(r.LastContact()) < m.timing.ServingLease
 	}
-	return false
+	last := r.LastContact()
+	return !last.IsZero() && time.Since(last) < m.timing.ServingLease
 }
 
 // ReadOnlyAllowed reports whether a member that is not Serving may still

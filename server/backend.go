@@ -46,6 +46,11 @@ type SessionCounter interface {
 // serve; ZooKeeper does the same when a member loses its quorum.
 type Availability interface {
 	Serving() bool
+	// ReadOnlyAllowed reports whether, while not serving, the member
+	// still serves clients that asked for a read-only session
+	// (readonlymode.enabled): reads answered, writes refused with
+	// NotReadOnly.
+	ReadOnlyAllowed() bool
 }
 
 // ZxidWaiter is an optional Backend extension for ensemble members: a

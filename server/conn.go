@@ -47,6 +47,7 @@ type conn struct {
 	timeout        atomic.Int32 // negotiated session timeout, ms
 	established    atomic.Int64 // ms since the epoch, 0 before the handshake
 	closingSession atomic.Bool  // a closeSession request is in flight
+	readOnly       atomic.Bool  // a read-only session on a member without quorum
 	fourLetter     atomic.Bool  // the connection carries a 4-letter word
 
 	done      chan struct{}   // closed once by close
@@ -298,8 +299,13 @@ func (c *conn) handshake() bool {
 		return false
 	}
 	if !c.s.serving() {
-		c.logger().Info("connection refused: this member is not serving (no quorum)")
-		return false
+		if !req.ReadOnly || !c.s.readOnlyAllowed() {
+			c.logger().Info("connection refused: this member is not serving (no quorum)")
+			return false
+		}
+		// readonlymode.enabled: serve a client that asked for read-only
+		// (ZooKeeper's ReadOnlyZooKeeperServer) without touching the log.
+		c.readOnly.Store(true)
 	}
 	c.tree = c.s.b.Tree()
 	if last := c.s.b.LastZxid(); req.LastZxidSeen > last && !c.s.waitZxid(req.LastZxidSeen) {
@@ -312,7 +318,16 @@ func (c *conn) handshake() bool {
 	timeout := session.Negotiate(req.TimeOut, lo, hi)
 	resp := jute.ConnectResponse{HasReadOnly: req.HasReadOnly}
 	id := req.SessionId
-	if id == 0 {
+	if c.readOnly.Load() {
+		if id == 0 {
+			id = c.s.localSessionID()
+		} else if !session.CheckPassword(id, req.Passwd) {
+			resp.Passwd = make([]byte, 16)
+			c.writeDirect(encodeFrame(&resp))
+			return false
+		}
+		resp.ReadOnly = true
+	} else if id == 0 {
 		fut := c.s.b.Submit(&zab.Request{Op: jute.OpCreateSession, Timeout: timeout})
 		select {
 		case <-fut.Done():
@@ -390,7 +405,7 @@ func (c *conn) readLoop() {
 		body := frame[requestHeaderSize:]
 		sl := &slot{xid: hdr.Xid, op: hdr.Type, start: time.Now()}
 
-		if !c.s.b.Touch(c.sessionID.Load()) {
+		if !c.readOnly.Load() && !c.s.b.Touch(c.sessionID.Load()) {
 			sl.code, sl.closeAfter = jute.CodeSessionExpired, true
 			c.logger().Info("request for a session that is gone, closing connection", zap.String("op", opName(hdr.Type)))
 			c.push(sl)
@@ -413,7 +428,9 @@ func (c *conn) readLoop() {
 				return
 			}
 			c.closingSession.Store(true)
-			sl.fut = c.s.b.Submit(&zab.Request{Op: jute.OpCloseSession, SessionID: c.sessionID.Load(), Auth: c.authIDs()})
+			if !c.readOnly.Load() {
+				sl.fut = c.s.b.Submit(&zab.Request{Op: jute.OpCloseSession, SessionID: c.sessionID.Load(), Auth: c.authIDs()})
+			}
 			sl.closeAfter = true
 		default:
 			c.prepare(sl, body)
@@ -462,6 +479,10 @@ func (c *conn) prepare(sl *slot, body []byte) {
 			sl.code = jute.CodeMarshallingError
 			return
 		}
+	}
+	if isWrite(sl.op) && c.readOnly.Load() {
+		sl.code = jute.CodeNotReadOnly
+		return
 	}
 	if isWrite(sl.op) {
 		if !c.awaitReads() {

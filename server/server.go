@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/session"
 )
 
 // ErrClosed is returned by Serve when it is called after Close.
@@ -302,6 +304,20 @@ func (s *Server) serving() bool {
 	return !ok || av.Serving()
 }
 
+// readOnlyAllowed reports whether read-only clients are served while the
+// Backend is not serving (readonlymode.enabled).
+func (s *Server) readOnlyAllowed() bool {
+	av, ok := s.b.(Availability)
+	return ok && av.ReadOnlyAllowed()
+}
+
+// localSessionID returns a session id for a read-only session, which the
+// log never sees: ZooKeeper's id layout with server id 0, which no
+// ensemble member has, so it cannot collide with a leader-assigned id.
+func (s *Server) localSessionID() int64 {
+	return session.InitialID(0, time.Now().UnixMilli()) + int64(s.connSeq.Add(1))
+}
+
 // waitZxid gives an ensemble member up to a tick to apply zxid before a
 // client that has seen it is refused.
 func (s *Server) waitZxid(zxid int64) bool {
@@ -336,6 +352,12 @@ func (s *Server) watchAvailability(av Availability) {
 			s.CloseConnections("member not serving")
 		} else if !was && now {
 			s.log.Info("quorum is back: serving clients")
+			// Read-only sessions end: their clients reconnect read-write.
+			for _, c := range s.connections() {
+				if c.readOnly.Load() {
+					c.close("quorum is back")
+				}
+			}
 		}
 		was = now
 	}

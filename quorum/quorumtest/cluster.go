@@ -44,6 +44,8 @@ type Options struct {
 	Logger *zap.Logger
 	// NodeConfig, if set, adjusts each member's zab.Config.
 	NodeConfig func(i int, nc *zab.Config)
+	// ReadOnlyMode sets readonlymode.enabled on every member.
+	ReadOnlyMode bool
 }
 
 func freePort(t testing.TB) int {
@@ -74,6 +76,7 @@ func New(t testing.TB, o Options) *Cluster {
 	}
 	cfg := quorum.DefaultConfig()
 	cfg.TickTime, cfg.SyncLimit, cfg.InitLimit, cfg.Logger = o.TickTime, o.SyncLimit, 10, o.Logger
+	cfg.ReadOnlyMode = o.ReadOnlyMode
 	for i := 0; i < o.Members; i++ {
 		cfg.Peers = append(cfg.Peers, quorum.Peer{
 			ID: int64(i + 1), Host: "127.0.0.1", QuorumPort: freePort(t), ElectionPort: freePort(t),
