@@ -76,6 +76,7 @@ public final class Main {
         RecipeScenarios.register(s);
         MoreRecipeScenarios.register(s);
         ZkClientScenarios.register(s);
+        ZkMoreScenarios.register(s);
         WatchScenarios.register(s);
         FailoverScenarios.register(s);
         return s;

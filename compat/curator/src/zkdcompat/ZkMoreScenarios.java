@@ -1,0 +1,181 @@
+package zkdcompat;
+
+import static zkdcompat.LockScenarios.bytes;
+import static zkdcompat.LockScenarios.str;
+import static zkdcompat.ZkClientScenarios.OPEN;
+import static zkdcompat.ZkClientScenarios.create;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
+import java.util.List;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.KeeperException;
+import org.apache.zookeeper.Op;
+import org.apache.zookeeper.OpResult;
+import org.apache.zookeeper.Watcher;
+import org.apache.zookeeper.ZooKeeper;
+import org.apache.zookeeper.data.Stat;
+
+/** ZkMoreScenarios covers the Java client's edges: watch removal, sizes, timeouts, sequence names, auth failure. */
+final class ZkMoreScenarios {
+    private ZkMoreScenarios() {}
+
+    static void register(List<Main.Scenario> s) {
+        s.add(new Main.Scenario("zk_remove_watches", 30_000, ZkMoreScenarios::removeWatches));
+        s.add(new Main.Scenario("zk_large_data", 60_000, ZkMoreScenarios::largeData));
+        s.add(new Main.Scenario("zk_session_timeout_negotiation", 30_000, ZkMoreScenarios::timeouts));
+        s.add(new Main.Scenario("zk_sequential_names", 30_000, ZkMoreScenarios::sequentialNames));
+        s.add(new Main.Scenario("zk_multi_create_modes", 30_000, ZkMoreScenarios::multiCreateModes));
+        s.add(new Main.Scenario("zk_auth_failed", 30_000, ZkMoreScenarios::authFailed));
+    }
+
+    /** removeWatches removes one kind of watch and reports it; removing a missing watch is NoWatcher. */
+    static void removeWatches(Ctx c) throws Exception {
+        ZooKeeper z = c.zk();
+        ZooKeeper other = c.zk();
+        String p = c.path("");
+        create(z, p, "0", CreateMode.PERSISTENT);
+        ZkClientScenarios.Recorder r = new ZkClientScenarios.Recorder();
+        z.getData(p, r, null);
+        z.getChildren(p, r);
+        z.removeWatches(p, r, Watcher.WatcherType.Children, false);
+        Check.eq(List.of("ChildWatchRemoved " + p), r.await(1), "events after removing the child watch");
+        create(other, p + "/k", null, CreateMode.PERSISTENT);
+        other.setData(p, bytes("1"), -1);
+        List<String> want = List.of("ChildWatchRemoved " + p, "NodeDataChanged " + p);
+        Check.eq(want, r.await(2), "events after a child create and a data change");
+        Check.throwsType(KeeperException.NoWatcherException.class, "removing a fired data watch",
+                () -> z.removeWatches(p, r, Watcher.WatcherType.Data, false));
+        z.exists(p, r);
+        z.removeAllWatches(p, Watcher.WatcherType.Any, false);
+        Check.eq(List.of("ChildWatchRemoved " + p, "NodeDataChanged " + p, "DataWatchRemoved " + p), r.await(3),
+                "events after removeAllWatches");
+        other.setData(p, bytes("2"), -1);
+        Thread.sleep(300);
+        Check.eq(3, r.events.size(), "events after a write with no watch left");
+    }
+
+    /** Data just under jute.maxbuffer round-trips; a request over it loses the connection but not the session. */
+    static void largeData(Ctx c) throws Exception {
+        List<String> states = Collections.synchronizedList(new ArrayList<>());
+        ZooKeeper z = c.zk(c.cluster.connectString(), Ctx.SESSION_MS, e -> {
+            if (e.getType() == Watcher.Event.EventType.None) {
+                states.add(e.getState().toString());
+            }
+        });
+        String p = c.path("");
+        create(z, p, null, CreateMode.PERSISTENT);
+        byte[] big = new byte[1_000_000];
+        Arrays.fill(big, (byte) 'z');
+        big[0] = 'a';
+        big[big.length - 1] = 'b';
+        create(z, p + "/big", null, CreateMode.PERSISTENT);
+        z.setData(p + "/big", big, -1);
+        Stat st = new Stat();
+        byte[] got = z.getData(p + "/big", false, st);
+        Check.eq(big.length, st.getDataLength(), "dataLength of 1,000,000 bytes");
+        Check.that(Arrays.equals(big, got), "1,000,000 bytes came back different");
+        long sid = z.getSessionId();
+        byte[] huge = new byte[1_200_000];
+        Check.throwsType(KeeperException.ConnectionLossException.class, "setData of 1,200,000 bytes",
+                () -> z.setData(p + "/big", huge, -1));
+        Check.waitFor(15_000, () -> "Disconnected then SyncConnected after the refused packet, have " + states,
+                () -> states.contains("Disconnected") && states.lastIndexOf("SyncConnected") > states.indexOf("Disconnected"));
+        Check.eq(sid, z.getSessionId(), "session after the refused packet");
+        Check.eq(big.length, z.exists(p + "/big", false).getDataLength(), "data after the refused write");
+    }
+
+    /** Requested session timeouts are clamped to [2, 20] × tickTime (tickTime 500 here). */
+    static void timeouts(Ctx c) throws Exception {
+        int[][] cases = {{100, 1000}, {999, 1000}, {5000, 5000}, {10_000, 10_000}, {100_000, 10_000}};
+        for (int[] k : cases) {
+            ZooKeeper z = c.zk(c.cluster.connectString(), k[0], e -> { });
+            Check.eq(k[1], z.getSessionTimeout(), "negotiated timeout for a request of " + k[0] + " ms");
+            z.close();
+        }
+    }
+
+    /** Sequence suffixes follow the parent's cversion (creates and deletes), for every sequential mode. */
+    static void sequentialNames(Ctx c) throws Exception {
+        ZooKeeper z = c.zk();
+        String p = c.path("");
+        create(z, p, null, CreateMode.PERSISTENT);
+        create(z, p + "/a", null, CreateMode.PERSISTENT);
+        create(z, p + "/b", null, CreateMode.PERSISTENT);
+        z.delete(p + "/a", -1);
+        Check.eq(3, z.exists(p, false).getCversion(), "cversion after two creates and a delete");
+        List<String> names = new ArrayList<>();
+        names.add(create(z, p + "/s-", null, CreateMode.PERSISTENT_SEQUENTIAL));
+        names.add(create(z, p + "/e-", null, CreateMode.EPHEMERAL_SEQUENTIAL));
+        names.add(create(z, p + "/", null, CreateMode.PERSISTENT_SEQUENTIAL));
+        KeeperException e = Check.throwsType(KeeperException.class, "create an existing node", () ->
+                create(z, p + "/b", null, CreateMode.PERSISTENT));
+        Check.eq(KeeperException.Code.NODEEXISTS, e.code(), "create an existing node");
+        z.delete(names.get(0), -1);
+        names.add(create(z, p + "/s-", null, CreateMode.PERSISTENT_SEQUENTIAL));
+        Stat st = z.exists(p, false);
+        Check.eq(List.of(p + "/s-0000000002", p + "/e-0000000003", p + "/0000000004", p + "/s-0000000005"), names,
+                "sequential names (cversion " + st.getCversion() + ")");
+        List<String> kids = new ArrayList<>(z.getChildren(p, false));
+        Collections.sort(kids);
+        Check.eq(List.of("0000000004", "b", "e-0000000003", "s-0000000005"), kids, "children");
+        Check.throwsType(KeeperException.NoChildrenForEphemeralsException.class, "child of an ephemeral",
+                () -> create(z, names.get(1) + "/x", null, CreateMode.PERSISTENT));
+        Check.throwsType(KeeperException.NoNodeException.class, "create under a missing parent",
+                () -> create(z, p + "/missing/x", null, CreateMode.PERSISTENT));
+        Check.throwsType(KeeperException.NotEmptyException.class, "delete a node with children",
+                () -> z.delete(p, -1));
+        Check.throwsType(KeeperException.BadVersionException.class, "delete with a wrong version",
+                () -> z.delete(p + "/b", 7));
+    }
+
+    /** A multi may create every kind of node, returning each created path and Stat. */
+    static void multiCreateModes(Ctx c) throws Exception {
+        ZooKeeper z = c.zk();
+        String p = c.path("");
+        create(z, p, null, CreateMode.PERSISTENT);
+        List<OpResult> rs = z.multi(List.of(
+                Op.create(p + "/c", null, OPEN, CreateMode.CONTAINER),
+                Op.create(p + "/c/e", bytes("eph"), OPEN, CreateMode.EPHEMERAL),
+                Op.create(p + "/t", bytes("ttl"), OPEN, CreateMode.PERSISTENT_WITH_TTL, 60_000),
+                Op.create(p + "/q-", null, OPEN, CreateMode.EPHEMERAL_SEQUENTIAL)));
+        Check.eq(4, rs.size(), "results");
+        List<String> paths = new ArrayList<>();
+        for (OpResult r : rs) {
+            Check.that(r instanceof OpResult.CreateResult, "result %s is not a create", r);
+            paths.add(((OpResult.CreateResult) r).getPath());
+        }
+        Check.eq(List.of(p + "/c", p + "/c/e", p + "/t", p + "/q-0000000002"), paths, "created paths");
+        // Plain creates (opcode create) carry no Stat; container and TTL creates (their own opcodes) do.
+        Check.that(((OpResult.CreateResult) rs.get(1)).getStat() == null, "plain create in a multi returned a Stat");
+        Stat box = ((OpResult.CreateResult) rs.get(0)).getStat();
+        Stat ttl = ((OpResult.CreateResult) rs.get(2)).getStat();
+        Check.that(box != null && ttl != null, "container/TTL create in a multi returned no Stat");
+        Check.eq(z.exists(p + "/t", false), ttl, "TTL node's Stat from the multi");
+        Check.eq(0L, ttl.getEphemeralOwner(), "ephemeralOwner of the TTL node");
+        Check.eq(3, ttl.getDataLength(), "dataLength of the TTL node");
+        Check.eq(box.getCzxid(), ttl.getCzxid(), "one zxid for the whole multi");
+        Check.eq(z.getSessionId(), z.exists(p + "/c/e", false).getEphemeralOwner(), "ephemeralOwner of the ephemeral");
+    }
+
+    /** addauth with an unknown scheme ends in AuthFailed; the handle refuses further requests. */
+    static void authFailed(Ctx c) throws Exception {
+        List<String> states = Collections.synchronizedList(new ArrayList<>());
+        ZooKeeper z = c.zk(c.cluster.connectString(), Ctx.SESSION_MS, e -> {
+            if (e.getType() == Watcher.Event.EventType.None) {
+                states.add(e.getState().toString());
+            }
+        });
+        z.addAuthInfo("nosuchscheme", bytes("whatever"));
+        Check.waitFor(10_000, () -> "AuthFailed, have " + states, () -> states.contains("AuthFailed"));
+        Check.throwsType(KeeperException.AuthFailedException.class, "a request after AuthFailed",
+                () -> z.exists("/", false));
+        // A well-formed digest succeeds on a new handle.
+        ZooKeeper ok = c.zk();
+        ok.addAuthInfo("digest", bytes("carol:pw"));
+        Check.that(ok.exists("/zookeeper", false) != null, "request after a good addauth");
+        Check.that(states.indexOf("AuthFailed") >= 0 && !states.subList(states.indexOf("AuthFailed"), states.size()).contains("SyncConnected"),
+                "client reconnected after AuthFailed: %s", states);
+    }
+}
