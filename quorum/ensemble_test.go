@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -370,4 +371,26 @@ func TestMinorityStopsServing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestZookeeperConfigNode: every member's /zookeeper/config holds the
+// membership in ZooKeeper's format, identically.
+func TestZookeeperConfigNode(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{Members: 3, Observers: 1})
+	c.Ready(5 * time.Second)
+	qc := c.Config()
+	want := string(quorum.ConfigData(qc.Peers, 0))
+	if !strings.HasSuffix(want, "\nversion=0") || !strings.Contains(want, ":observer") {
+		t.Fatalf("config text %q", want)
+	}
+	c.WaitFor("every member holds the config", 5*time.Second, func() bool {
+		for i := 0; i < c.Len(); i++ {
+			data, st, err := c.Member(i).Tree().GetData("/zookeeper/config", nil, nil)
+			if err != nil || string(data) != want || st.Version != -1 {
+				return false
+			}
+		}
+		return true
+	})
+	c.WaitConverged(5 * time.Second)
 }

@@ -102,6 +102,7 @@ func openNode(cfg Config, nc zab.Config, trans raft.Transport, t Timing) (*zab.N
 	nc.HeartbeatTimeout = t.HeartbeatTimeout
 	nc.ElectionTimeout = t.ElectionTimeout
 	nc.LeaderLeaseTimeout = t.LeaderLeaseTimeout
+	nc.ConfigData = ConfigData(cfg.Peers, 0)
 	return zab.Open(nc)
 }
 
@@ -308,4 +309,16 @@ func (m *Member) WaitZxid(ctx context.Context, zxid int64) bool {
 		}
 	}
 	return true
+}
+
+// ConfigData renders the membership as /zookeeper/config holds it: one
+// server.N line per member, then version=<hex> (0 for the static
+// configuration of zoo.cfg, as ZooKeeper 3.8 shows it).
+func ConfigData(peers []Peer, version int64) []byte {
+	var b []byte
+	for _, p := range peers {
+		b = append(b, p.String()...)
+		b = append(b, '\n')
+	}
+	return fmt.Appendf(b, "version=%x", version)
 }

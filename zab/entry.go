@@ -19,6 +19,9 @@ const (
 	// kindDeleteExpired deletes containers and TTL nodes the leader found
 	// due, if they are still due when the entry applies.
 	kindDeleteExpired entryKind = 3
+	// kindSetConfig replaces the data of /zookeeper/config with the
+	// ensemble's membership (ZooKeeper's dynamic-config text).
+	kindSetConfig entryKind = 4
 )
 
 // entry is the decoded form of one log entry. Every field an apply reads is
@@ -37,6 +40,8 @@ type entry struct {
 	sessions []int64
 	// paths lists the nodes to delete if still expired (kindDeleteExpired).
 	paths []string
+	// config is the new /zookeeper/config data (kindSetConfig).
+	config []byte
 }
 
 func (e *entry) encode() []byte {
@@ -55,6 +60,8 @@ func (e *entry) encode() []byte {
 		}
 	case kindDeleteExpired:
 		enc.WriteStrings(e.paths)
+	case kindSetConfig:
+		enc.WriteBuffer(e.config)
 	default:
 		panic(fmt.Sprintf("zab: encoding entry of unknown kind %d", e.kind))
 	}
@@ -77,6 +84,8 @@ func decodeEntry(b []byte) (*entry, error) {
 		}
 	case kindDeleteExpired:
 		e.paths = d.ReadStrings()
+	case kindSetConfig:
+		e.config = d.ReadBuffer()
 	default:
 		return nil, fmt.Errorf("zab: log entry of unknown kind %d", e.kind)
 	}

@@ -135,6 +135,10 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		for _, id := range e.sessions {
 			f.closeSession(tree, &datatree.Txn{Zxid: zxid, Time: e.time, SessionID: id}, id)
 		}
+	case kindSetConfig:
+		if _, err := tree.SetConfigData(&datatree.Txn{Zxid: zxid, Time: e.time}, e.config, false); err != nil {
+			f.log.Warn("/zookeeper/config not updated", zap.Error(err))
+		}
 	case kindDeleteExpired:
 		tx := &datatree.Txn{Zxid: zxid, Time: e.time}
 		for _, p := range e.paths {

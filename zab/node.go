@@ -1,6 +1,7 @@
 package zab
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -74,6 +75,11 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+	// ConfigData is what /zookeeper/config must hold (ZooKeeper's
+	// membership text ending in version=…); a newly elected leader whose
+	// tree holds something else proposes it. Nil leaves the node alone, as
+	// standalone ZooKeeper does.
+	ConfigData []byte
 }
 
 // DefaultConfig returns a standalone configuration with ZooKeeper's
@@ -585,6 +591,7 @@ func (n *Node) leaderLoop() {
 					n.tracker.Add(id, timeouts[i])
 				}
 				n.log.Info("leading: session clocks restarted", zap.Int("sessions", len(ids)))
+				n.ensureConfig()
 			}
 		case <-tick.C:
 			if !leading {
@@ -610,6 +617,26 @@ func (n *Node) leaderLoop() {
 			}
 		}
 	}
+}
+
+// ensureConfig proposes cfg.ConfigData for /zookeeper/config if the tree
+// holds something else once this new leader applied the log.
+func (n *Node) ensureConfig() {
+	if n.cfg.ConfigData == nil {
+		return
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if n.raft.Barrier(time.Minute).Error() != nil {
+			return
+		}
+		cur, _, err := n.Tree().GetData(datatree.ConfigPath, nil, nil)
+		if err != nil || bytes.Equal(cur, n.cfg.ConfigData) {
+			return
+		}
+		n.propose(&entry{kind: kindSetConfig, config: n.cfg.ConfigData})
+	}()
 }
 
 // propose appends a leader-generated entry; nobody waits for it.

@@ -25,6 +25,7 @@ func TestEntryRoundTrip(t *testing.T) {
 		{kind: kindRequest, req: Request{Op: jute.OpCreateSession, SessionID: 5, Timeout: 4000}},
 		{kind: kindExpire, time: 3, sessions: []int64{1, 2, 3}},
 		{kind: kindDeleteExpired, time: 4, paths: []string{"/c1", "/c2"}},
+		{kind: kindSetConfig, time: 5, config: []byte("server.1=h:1:2:participant\nversion=0")},
 	}
 	for i, want := range tests {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
