@@ -138,16 +138,22 @@ final class WatchScenarios {
             String kid = "k" + i;
             String val = Integer.toString(i);
             CountDownLatch go = new CountDownLatch(1);
+            // Delay the reader on even rounds and the writer on odd ones, by varying amounts.
+            long readDelay = i % 2 == 0 ? (i % 16) * 60_000L : 0;
+            long writeDelay = i % 2 == 1 ? (i % 16) * 60_000L : 0;
             Future<List<String>> kids = c.go1(() -> {
                 go.await();
+                spin(readDelay);
                 return reader.getChildren(p, rc);
             });
             Future<String> data = c.go1(() -> {
                 go.await();
+                spin(readDelay);
                 return str(reader.getData(p + "/d", rd, null));
             });
             Future<Void> w = c.go(() -> {
                 go.await();
+                spin(writeDelay);
                 create(writer, p + "/" + kid, null, CreateMode.PERSISTENT);
                 writer.setData(p + "/d", bytes(val), -1);
             });
@@ -183,6 +189,14 @@ final class WatchScenarios {
         System.out.printf("  (%d of %d child reads and %d data reads raced ahead of the write)%n", missedChild, rounds, missedData);
     }
 
+    /** spin busy-waits ns nanoseconds (finer than Thread.sleep). */
+    static void spin(long ns) {
+        long until = System.nanoTime() + ns;
+        while (System.nanoTime() < until) {
+            Thread.onSpinWait();
+        }
+    }
+
     /**
      * ZooKeeper's ordering guarantee: a client sees the watch event for a change before any reply
      * that shows the changed data. The client keeps pipelined async reads in flight while another
@@ -207,10 +221,7 @@ final class WatchScenarios {
             CountDownLatch done = new CountDownLatch(reads);
             long spinNs = (i % 8) * 150_000L; // land the write at varying points of the burst
             Future<Void> w = c.go(() -> {
-                long until = System.nanoTime() + spinNs;
-                while (System.nanoTime() < until) {
-                    Thread.onSpinWait();
-                }
+                spin(spinNs);
                 writer.setData(p, bytes("1"), -1);
             });
             for (int k = 0; k < reads; k++) {

@@ -28,6 +28,9 @@ final class ZkMoreScenarios {
         s.add(new Main.Scenario("zk_sequential_names", 30_000, ZkMoreScenarios::sequentialNames));
         s.add(new Main.Scenario("zk_multi_create_modes", 30_000, ZkMoreScenarios::multiCreateModes));
         s.add(new Main.Scenario("zk_auth_failed", 30_000, ZkMoreScenarios::authFailed));
+        s.add(new Main.Scenario("zk_pipelined_async_ops", 60_000, ZkMoreScenarios::pipelined));
+        s.add(new Main.Scenario("zk_many_watches_across_reconnect", 60_000, ZkMoreScenarios::manyWatches));
+        s.add(new Main.Scenario("zk_can_be_read_only_client", 30_000, ZkMoreScenarios::canBeReadOnly));
     }
 
     /** removeWatches removes one kind of watch and reports it; removing a missing watch is NoWatcher. */
@@ -157,6 +160,136 @@ final class ZkMoreScenarios {
         Check.eq(3, ttl.getDataLength(), "dataLength of the TTL node");
         Check.eq(box.getCzxid(), ttl.getCzxid(), "one zxid for the whole multi");
         Check.eq(z.getSessionId(), z.exists(p + "/c/e", false).getEphemeralOwner(), "ephemeralOwner of the ephemeral");
+    }
+
+    /**
+     * Thousands of async reads and writes in flight on one connection complete in the order sent
+     * (the Java client drops the connection on an out-of-order xid), each read seeing every earlier
+     * write of the session, with zxids that never go back.
+     */
+    static void pipelined(Ctx c) throws Exception {
+        List<String> states = Collections.synchronizedList(new ArrayList<>());
+        ZooKeeper z = c.zk(c.cluster.connectString(), Ctx.SESSION_MS, e -> {
+            if (e.getType() == Watcher.Event.EventType.None) {
+                states.add(e.getState().toString());
+            }
+        });
+        String p = c.path("");
+        create(z, p, "0", CreateMode.PERSISTENT);
+        int n = 3000;
+        List<String> order = Collections.synchronizedList(new ArrayList<>());
+        List<String> bad = Collections.synchronizedList(new ArrayList<>());
+        long[] lastMzxid = {0};
+        java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(n);
+        for (int i = 0; i < n; i++) {
+            int k = i;
+            switch (i % 3) {
+                case 0 -> z.setData(p, bytes(Integer.toString(i)), -1, (rc, path, ctx, st) -> {
+                    order.add("w" + k);
+                    if (rc != 0) {
+                        bad.add("setData " + k + " rc " + rc);
+                    } else if (st.getMzxid() <= lastMzxid[0]) {
+                        bad.add("setData " + k + " mzxid went back");
+                    } else {
+                        lastMzxid[0] = st.getMzxid();
+                    }
+                    done.countDown();
+                }, null);
+                case 1 -> z.getData(p, false, (rc, path, ctx, data, st) -> {
+                    order.add("r" + k);
+                    // The last write sent before this read is k - 1.
+                    if (rc != 0 || !str(data).equals(Integer.toString(k - 1))) {
+                        bad.add("getData " + k + " saw " + (data == null ? "rc " + rc : str(data)));
+                    }
+                    done.countDown();
+                }, null);
+                default -> z.create(p + "/c" + k, null, OPEN, CreateMode.PERSISTENT, (rc, path, ctx, name) -> {
+                    order.add("c" + k);
+                    if (rc != 0) {
+                        bad.add("create " + k + " rc " + rc);
+                    }
+                    done.countDown();
+                }, null);
+            }
+        }
+        Check.that(done.await(40, java.util.concurrent.TimeUnit.SECONDS), "only %d of %d callbacks", n - done.getCount(), n);
+        Check.eq(List.of(), bad.subList(0, Math.min(5, bad.size())), "failed or stale ops (first 5)");
+        for (int i = 0; i < n; i++) {
+            String want = (i % 3 == 0 ? "w" : i % 3 == 1 ? "r" : "c") + i;
+            if (!want.equals(order.get(i))) {
+                throw new AssertionError("callback " + i + " was " + order.get(i) + ", want " + want);
+            }
+        }
+        Check.that(!states.contains("Disconnected"), "connection dropped during the pipeline: %s", states);
+        Check.eq(n / 3, z.getAllChildrenNumber(p), "children created");
+    }
+
+    /**
+     * Thousands of watches on long paths (more than one setWatches frame's worth, which the Java
+     * client splits at 128 KiB) survive a reconnect: those whose nodes appeared meanwhile fire, the
+     * rest are re-armed and fire later.
+     */
+    static void manyWatches(Ctx c) throws Exception {
+        String p = c.path("");
+        ZooKeeper other = c.zk();
+        create(other, p, null, CreateMode.PERSISTENT);
+        Proxy proxy = c.proxy(c.cluster.members.get(0));
+        List<String> states = Collections.synchronizedList(new ArrayList<>());
+        ZooKeeper z = c.zk(proxy.addr(), Ctx.SESSION_MS, e -> {
+            if (e.getType() == Watcher.Event.EventType.None) {
+                states.add(e.getState().toString());
+            }
+        });
+        String pad = "x".repeat(100);
+        int n = 3000;
+        ZkClientScenarios.Recorder r = new ZkClientScenarios.Recorder();
+        java.util.concurrent.CountDownLatch armed = new java.util.concurrent.CountDownLatch(n);
+        for (int i = 0; i < n; i++) {
+            z.exists(p + "/" + pad + i, r, (rc, path, ctx, st) -> armed.countDown(), null);
+        }
+        Check.that(armed.await(30, java.util.concurrent.TimeUnit.SECONDS), "exists calls did not finish");
+        proxy.setBlackhole(true);
+        proxy.dropAll();
+        Check.waitFor(10_000, "Disconnected", () -> states.contains("Disconnected"));
+        List<String> want = new ArrayList<>();
+        for (int i = 0; i < n; i += 300) {
+            create(other, p + "/" + pad + i, null, CreateMode.PERSISTENT);
+            want.add("NodeCreated " + p + "/" + pad + i);
+        }
+        proxy.setBlackhole(false);
+        Check.waitFor(15_000, "reconnect", () -> states.lastIndexOf("SyncConnected") > states.indexOf("Disconnected"));
+        Collections.sort(want);
+        r.await(want.size());
+        Check.eq(want, WatchScenarios.sortedCopy(r.events), "events for nodes created while cut off");
+        for (int i = 150; i < n; i += 300) {
+            create(other, p + "/" + pad + i, null, CreateMode.PERSISTENT);
+            want.add("NodeCreated " + p + "/" + pad + i);
+        }
+        Collections.sort(want);
+        r.await(want.size());
+        Check.eq(want, WatchScenarios.sortedCopy(r.events), "events for nodes created after the reconnect");
+    }
+
+    /** A client that allows read-only mode connects to a normal server as a normal read-write session. */
+    static void canBeReadOnly(Ctx c) throws Exception {
+        List<String> states = Collections.synchronizedList(new ArrayList<>());
+        java.util.concurrent.CountDownLatch up = new java.util.concurrent.CountDownLatch(1);
+        ZooKeeper z = new ZooKeeper(c.cluster.connectString(), Ctx.SESSION_MS, e -> {
+            if (e.getType() == Watcher.Event.EventType.None) {
+                states.add(e.getState().toString());
+                up.countDown();
+            }
+        }, true);
+        try {
+            Check.that(up.await(20, java.util.concurrent.TimeUnit.SECONDS), "no connection");
+            Check.eq(List.of("SyncConnected"), new ArrayList<>(states), "connection states");
+            String p = c.path("");
+            create(z, p, "rw", CreateMode.PERSISTENT);
+            Check.eq("rw", str(z.getData(p, false, null)), "write and read back");
+            Check.eq(ZooKeeper.States.CONNECTED, z.getState(), "client state");
+        } finally {
+            z.close();
+        }
     }
 
     /** addauth with an unknown scheme ends in AuthFailed; the handle refuses further requests. */
