@@ -29,6 +29,7 @@ final class FailoverScenarios {
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("failover_mutex_kill9_restart", 120_000, FailoverScenarios::mutex));
         s.add(new Main.Scenario("failover_leader_latch_kill9_restart", 120_000, FailoverScenarios::leaderLatch));
+        s.add(new Main.Scenario("failover_holder_dies_during_outage", 120_000, FailoverScenarios::holderDiesDuringOutage));
     }
 
     /**
@@ -110,6 +111,53 @@ final class FailoverScenarios {
         // Curator made the lock path a container: once empty, the restarted server sweeps it.
         Check.waitFor(10_000, "emptied lock container to be swept after the restart",
                 () -> !RecipeScenarios.exists(a, lock));
+    }
+
+    /**
+     * The server dies while A holds a mutex and B waits; A dies too during the outage (its
+     * connection goes silent for good). After the restart the server must still expire A's
+     * session, one session timeout after it is back, and B then gets the lock.
+     */
+    static void holderDiesDuringOutage(Ctx c) throws Exception {
+        Cluster cl = c.newCluster("crash", Main.members(), new ServerProc.Options());
+        String lock = c.path("lock");
+        ServerProc m = cl.members.get(0);
+        Proxy proxy = c.proxy(m);
+        int aTimeout = 3000;
+        CuratorFramework a = c.curator(proxy.addr(), aTimeout);
+        Check.eq(aTimeout, a.getZookeeperClient().getZooKeeper().getSessionTimeout(), "holder's session timeout");
+        CuratorFramework b = c.curator(m.addr(), SESSION_MS);
+        InterProcessMutex ma = new InterProcessMutex(a, lock);
+        ma.acquire();
+        InterProcessMutex mb = new InterProcessMutex(b, lock);
+        long[] gotAt = {0};
+        Future<Void> waiter = c.go(() -> {
+            Check.that(mb.acquire(90, TimeUnit.SECONDS), "waiter never got the lock");
+            gotAt[0] = System.nanoTime();
+            try {
+                Check.eq(1, b.getChildren().forPath(lock).size(), "lock nodes while the waiter holds");
+            } finally {
+                mb.release();
+            }
+        });
+        Check.waitFor(10_000, "waiter to enqueue", () -> {
+            try {
+                return b.getChildren().forPath(lock).size() == 2;
+            } catch (Exception e) {
+                return false;
+            }
+        });
+        proxy.setBlackhole(true);
+        proxy.dropAll();
+        m.kill9();
+        Thread.sleep(500);
+        m.start();
+        long back = System.nanoTime();
+        waiter.get(60, TimeUnit.SECONDS);
+        long ms = (gotAt[0] - back) / 1_000_000;
+        Check.that(ms >= aTimeout / 3, "waiter got the lock %d ms after the restart, before the dead holder's %d ms session could expire", ms, aTimeout);
+        Check.that(ms <= aTimeout + 10_000, "dead holder's session expired only %d ms after the restart (timeout %d ms)", ms, aTimeout);
+        System.out.printf("  (waiter got the lock %d ms after the restart; dead holder's session %d ms)%n", ms, aTimeout);
     }
 
     /**
