@@ -394,3 +394,104 @@ func TestZookeeperConfigNode(t *testing.T) {
 	})
 	c.WaitConverged(5 * time.Second)
 }
+
+func reconfigReq(m *quorum.Member, session int64, super bool, req *jute.ReconfigRequest) *zab.Future {
+	var auth []jute.Id
+	if super {
+		auth = []jute.Id{{Scheme: "super", Id: "super"}}
+	}
+	return m.Submit(&zab.Request{Op: jute.OpReconfig, SessionID: session, Auth: auth, Body: jute.Encode(req)})
+}
+
+func raftIDs(t *testing.T, m *quorum.Member) string {
+	t.Helper()
+	fut := m.Node().Raft().GetConfiguration()
+	if err := fut.Error(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range fut.Configuration().Servers {
+		ids = append(ids, string(s.ID))
+	}
+	return strings.Join(ids, ",")
+}
+
+// TestEnsembleReconfig removes a member and adds a new one with the reconfig op
+// sent through a follower, checking ZooKeeper's refusals on the way, and
+// that /zookeeper/config and raft's membership follow on every member.
+func TestEnsembleReconfig(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{Members: 4, Spares: 1, TickTime: 50 * time.Millisecond})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	// A follower other than member 3, which leaves.
+	fi := 0
+	for fi == l || fi == 2 {
+		fi++
+	}
+	f := c.Member(fi)
+	sess := newSession(t, f, 10000)
+	code := func(err error) jute.Code {
+		var c jute.Code
+		var coder interface{ Code() jute.Code }
+		switch {
+		case errors.As(err, &coder):
+			return coder.Code()
+		case errors.As(err, &c):
+			return c
+		}
+		return 0
+	}
+
+	if res := wait(t, reconfigReq(f, sess, false, &jute.ReconfigRequest{LeavingServers: "3", CurConfigId: -1})); code(res.Err) != jute.CodeNoAuth {
+		t.Fatalf("reconfig without super: %v, want NoAuth", res.Err)
+	}
+	if res := wait(t, reconfigReq(f, sess, true, &jute.ReconfigRequest{LeavingServers: "3", CurConfigId: 99})); code(res.Err) != jute.CodeBadVersion {
+		t.Fatalf("reconfig with a stale version: %v, want BadVersion", res.Err)
+	}
+	if res := wait(t, reconfigReq(f, sess, true, &jute.ReconfigRequest{
+		JoiningServers: "server.7=127.0.0.1:1:2;3,server.8=127.0.0.1:4:5;6,server.9=127.0.0.1:7:8;9", CurConfigId: -1,
+	})); code(res.Err) != jute.CodeNewConfigNoQuorum {
+		t.Fatalf("reconfig adding three dead voters: %v, want NewConfigNoQuorum", res.Err)
+	}
+
+	res := wait(t, reconfigReq(f, sess, true, &jute.ReconfigRequest{LeavingServers: "3", CurConfigId: -1}))
+	if res.Err != nil {
+		t.Fatalf("remove member 3: %v", res.Err)
+	}
+	gd, ok := res.Resp.(*jute.GetDataResponse)
+	wantText := fmt.Sprintf("version=%x", res.Zxid)
+	if !ok || !strings.HasSuffix(string(gd.Data), wantText) || strings.Contains(string(gd.Data), "server.3=") {
+		t.Fatalf("reconfig reply %+v", res.Resp)
+	}
+	c.WaitFor("raft drops member 3", 5*time.Second, func() bool {
+		return raftIDs(t, c.Member(c.WaitLeader(5*time.Second))) == "1,2"
+	})
+	c.Stop(2)
+
+	c.Start(3)
+	qc := c.Config()
+	p4 := qc.Peers[3]
+	join := fmt.Sprintf("server.4=%s:%d:%d;127.0.0.1:4004", p4.Host, p4.QuorumPort, p4.ElectionPort)
+	_, version, _ := quorum.ParseConfigData(gd.Data)
+	res = wait(t, reconfigReq(f, sess, true, &jute.ReconfigRequest{JoiningServers: join, CurConfigId: version}))
+	if res.Err != nil {
+		t.Fatalf("add member 4: %v", res.Err)
+	}
+	c.WaitFor("raft adds member 4", 5*time.Second, func() bool {
+		return raftIDs(t, c.Member(c.WaitLeader(5*time.Second))) == "1,2,4"
+	})
+	data := res.Resp.(*jute.GetDataResponse).Data
+	c.WaitFor("every member holds the new config", 5*time.Second, func() bool {
+		for _, i := range []int{0, 1, 3} {
+			got, _, err := c.Member(i).Tree().GetData("/zookeeper/config", nil, nil)
+			if err != nil || string(got) != string(data) {
+				return false
+			}
+		}
+		return true
+	})
+	if res := wait(t, create(c.Member(3), sess, "/after-join", "")); res.Err != nil {
+		t.Fatalf("write through the new member: %v", res.Err)
+	}
+	c.WaitConverged(5 * time.Second)
+}

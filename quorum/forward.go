@@ -35,6 +35,9 @@ const (
 	msgWriteFailed byte = 4
 	// msgSynced (leader → follower): sync id, ok flag, applied index.
 	msgSynced byte = 5
+	// msgHello (follower → leader), first on every stream: the
+	// follower's myid, so the leader knows which members are in touch.
+	msgHello byte = 6
 )
 
 // maxMessage bounds one forwarded message; a client request is at most
@@ -230,10 +233,12 @@ func (f *forwarder) run() {
 			continue
 		case <-tick.C:
 			f.mu.Lock()
-			if len(f.mu.touches) == 0 {
+			if len(f.mu.touches) == 0 && (f.m.node.IsLeader() || f.m.node.Leader() == "") {
 				f.mu.Unlock()
 				continue
 			}
+			// An empty batch still tells the leader this member is in
+			// touch (reconfig's synced-quorum test).
 			ids := make([]int64, 0, len(f.mu.touches))
 			for id := range f.mu.touches {
 				ids = append(ids, id)
@@ -326,11 +331,34 @@ func (f *forwarder) deliver(c *fconn, it fwdItem, closeConn func()) *fconn {
 
 func (f *forwarder) log() *zap.Logger { return f.m.log }
 
+// failureErr turns the code of msgWriteFailed into the Future's error:
+// 0 means the leader could not propose (zab.ErrNotLeader); anything else
+// is a ZooKeeper error code decided by the leader (reconfig's checks).
+func failureErr(code jute.Code) error {
+	if code == 0 {
+		return zab.ErrNotLeader
+	}
+	return code
+}
+
+// failureCode is failureErr's inverse for the leader's side.
+func failureCode(err error) jute.Code {
+	var code jute.Code
+	if errors.As(err, &code) {
+		return code
+	}
+	return 0
+}
+
 // local handles an item while this member itself leads.
 func (f *forwarder) local(it fwdItem) {
 	n := f.m.node
 	switch it.kind {
 	case msgWrite:
+		if it.req.Op == jute.OpReconfig {
+			go f.m.leaderReconfig(n.BootID(), it.seq, it.req, func(err error) { n.Fail(it.seq, err) })
+			return
+		}
 		wait := n.SubmitFor(n.BootID(), it.seq, it.req)
 		go func() {
 			if err := wait(); err != nil {
@@ -356,7 +384,7 @@ func (f *forwarder) dial(leader raft.ServerID) *fconn {
 	if _, err := fmt.Sscan(string(leader), &id); err != nil {
 		return nil
 	}
-	p, ok := f.m.cfg.Peer(id)
+	p, ok := f.m.peer(id)
 	if !ok {
 		return nil
 	}
@@ -369,6 +397,12 @@ func (f *forwarder) dial(leader raft.ServerID) *fconn {
 		tc.SetNoDelay(true)
 	}
 	c := &fconn{target: leader, nc: nc, w: bufio.NewWriterSize(nc, 64<<10)}
+	enc := jute.NewEncoder(nil)
+	enc.WriteLong(f.m.cfg.MyID)
+	if writeMsg(c.w, msgHello, enc.Bytes()) != nil {
+		nc.Close()
+		return nil
+	}
 	f.wg.Add(1)
 	go f.readLoop(c)
 	return c
@@ -416,8 +450,9 @@ func (f *forwarder) readLoop(c *fconn) {
 		switch kind {
 		case msgWriteFailed:
 			seq := uint64(d.ReadLong())
+			code := jute.Code(d.ReadInt())
 			if d.Err() == nil {
-				f.m.node.Fail(seq, zab.ErrNotLeader)
+				f.m.node.Fail(seq, failureErr(code))
 			}
 		case msgSynced:
 			id := uint64(d.ReadLong())
@@ -445,13 +480,35 @@ type leaderSide struct {
 		sync.Mutex
 		conns  map[net.Conn]struct{}
 		closed bool
+		// lastSeen is when each member last sent something on its
+		// stream: reconfig's test of a synced quorum.
+		lastSeen map[int64]time.Time
 	}
 	wg sync.WaitGroup
+}
+
+// seen records that member id is in touch.
+func (l *leaderSide) seen(id int64) {
+	if id == 0 {
+		return
+	}
+	l.mu.Lock()
+	l.mu.lastSeen[id] = time.Now()
+	l.mu.Unlock()
+}
+
+// inTouch reports whether member id sent something within d.
+func (l *leaderSide) inTouch(id int64, d time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t, ok := l.mu.lastSeen[id]
+	return ok && time.Since(t) < d
 }
 
 func newLeaderSide(m *Member, ln net.Listener) *leaderSide {
 	l := &leaderSide{m: m, ln: ln}
 	l.mu.conns = map[net.Conn]struct{}{}
+	l.mu.lastSeen = map[int64]time.Time{}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l
@@ -500,6 +557,14 @@ type lockedWriter struct {
 	w  *bufio.Writer
 }
 
+// sendFailed tells the follower that its write seq failed with err.
+func (w *lockedWriter) sendFailed(seq uint64, err error) {
+	enc := jute.NewEncoder(nil)
+	enc.WriteLong(int64(seq))
+	enc.WriteInt(int32(failureCode(err)))
+	w.send(msgWriteFailed, enc.Bytes())
+}
+
 func (w *lockedWriter) send(kind byte, body []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -532,9 +597,7 @@ func (l *leaderSide) serve(nc net.Conn) {
 		defer inner.Done()
 		for p := range results {
 			if err := p.wait(); err != nil {
-				enc := jute.NewEncoder(nil)
-				enc.WriteLong(int64(p.seq))
-				w.send(msgWriteFailed, enc.Bytes())
+				w.sendFailed(p.seq, err)
 			}
 		}
 	}()
@@ -544,13 +607,18 @@ func (l *leaderSide) serve(nc net.Conn) {
 	}()
 	node := l.m.node
 	r := bufio.NewReaderSize(nc, 64<<10)
+	var peer int64
 	for {
 		kind, body, err := readMsg(r)
 		if err != nil {
 			return
 		}
+		l.seen(peer)
 		d := jute.NewDecoder(body)
 		switch kind {
+		case msgHello:
+			peer = d.ReadLong()
+			l.seen(peer)
 		case msgWrite:
 			origin := uint64(d.ReadLong())
 			seq := uint64(d.ReadLong())
@@ -558,6 +626,14 @@ func (l *leaderSide) serve(nc net.Conn) {
 			req.Decode(d)
 			if d.Err() != nil {
 				return
+			}
+			if req.Op == jute.OpReconfig {
+				inner.Add(1)
+				go func() {
+					defer inner.Done()
+					l.m.leaderReconfig(origin, seq, &req, func(err error) { w.sendFailed(seq, err) })
+				}()
+				continue
 			}
 			results <- proposed{seq: seq, wait: node.SubmitFor(origin, seq, &req)}
 		case msgTouch:

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
 	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/jute"
 	"github.com/zkd/zkd/zab"
 	"github.com/zkd/zkd/zab/store"
 )
@@ -32,6 +34,17 @@ type Member struct {
 	fwd *forwarder
 	// lead serves other members' forwarded requests; nil standalone.
 	lead *leaderSide
+
+	// dynamic is the membership last applied from /zookeeper/config
+	// ([]Peer); nil until then.
+	dynamic atomic.Pointer[[]Peer]
+	// reconfigMu admits one reconfig at a time (ReconfigInProgress).
+	reconfigMu sync.Mutex
+	// reconcileCh wakes the loop that makes raft's membership match
+	// /zookeeper/config on the leader.
+	reconcileCh chan struct{}
+	stop        chan struct{}
+	wg          sync.WaitGroup
 
 	stopOnce sync.Once
 }
@@ -70,7 +83,7 @@ func Open(cfg Config, nc zab.Config) (*Member, error) {
 		return nil, fmt.Errorf("quorum: listen on election port %s: %w", self.ElectionAddr(), err)
 	}
 	m.trans = trans
-	m.node, err = openNode(cfg, nc, trans, m.timing)
+	m.node, err = m.openNode(nc, trans)
 	if err != nil {
 		ln.Close()
 		trans.Close()
@@ -94,7 +107,12 @@ func RaftServers(peers []Peer) []raft.Server {
 	return out
 }
 
-func openNode(cfg Config, nc zab.Config, trans raft.Transport, t Timing) (*zab.Node, error) {
+func (m *Member) openNode(nc zab.Config, trans raft.Transport) (*zab.Node, error) {
+	cfg, t := m.cfg, m.timing
+	m.reconcileCh = make(chan struct{}, 1)
+	m.stop = make(chan struct{})
+	nc.Reconfig = Reconfig
+	nc.OnConfigChanged = m.configChanged
 	nc.MyID = cfg.MyID
 	nc.TickTime = cfg.TickTime
 	nc.Transport = trans
@@ -122,7 +140,7 @@ func OpenWithTransport(cfg Config, nc zab.Config, trans raft.Transport) (*Member
 	if err != nil {
 		return nil, fmt.Errorf("quorum: listen on election port %s: %w", self.ElectionAddr(), err)
 	}
-	m.node, err = openNode(cfg, nc, trans, m.timing)
+	m.node, err = m.openNode(nc, trans)
 	if err != nil {
 		ln.Close()
 		return nil, err
@@ -134,6 +152,212 @@ func OpenWithTransport(cfg Config, nc zab.Config, trans raft.Transport) (*Member
 func (m *Member) start(ln net.Listener) {
 	m.lead = newLeaderSide(m, ln)
 	m.fwd = newForwarder(m)
+	m.wg.Add(1)
+	go m.reconcileLoop()
+}
+
+// peer returns member id's entry, from the applied /zookeeper/config
+// first (reconfig may have added it), then from zoo.cfg.
+func (m *Member) peer(id int64) (Peer, bool) {
+	if d := m.dynamic.Load(); d != nil {
+		for _, p := range *d {
+			if p.ID == id {
+				return p, true
+			}
+		}
+	}
+	return m.cfg.Peer(id)
+}
+
+// configChanged runs on the apply goroutine when /zookeeper/config
+// changed: it records the membership and wakes the reconcile loop.
+func (m *Member) configChanged(data []byte) {
+	peers, _, err := ParseConfigData(data)
+	if err != nil || len(peers) == 0 {
+		m.log.Warn("unusable /zookeeper/config", zap.Error(err))
+		return
+	}
+	m.dynamic.Store(&peers)
+	select {
+	case m.reconcileCh <- struct{}{}:
+	default:
+	}
+}
+
+// reconcileLoop makes raft's membership match /zookeeper/config while
+// this member leads: after a reconfig commits, and periodically, so a
+// change a previous leader did not finish is completed.
+func (m *Member) reconcileLoop() {
+	defer m.wg.Done()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.reconcileCh:
+		case <-t.C:
+		}
+		if m.node.IsLeader() {
+			m.reconcile()
+		}
+	}
+}
+
+// reconcile adds, updates and removes raft servers so that raft's
+// configuration is the applied /zookeeper/config. The leader removes
+// itself last: raft then steps it down.
+func (m *Member) reconcile() {
+	d := m.dynamic.Load()
+	if d == nil {
+		cur, _, err := m.node.Tree().GetData(datatree.ConfigPath, nil, nil)
+		if err != nil || len(cur) == 0 {
+			return
+		}
+		peers, _, err := ParseConfigData(cur)
+		if err != nil || len(peers) == 0 {
+			return
+		}
+		d = &peers
+		m.dynamic.Store(d)
+	}
+	r := m.node.Raft()
+	fut := r.GetConfiguration()
+	if fut.Error() != nil {
+		return
+	}
+	current := map[raft.ServerID]raft.Server{}
+	for _, s := range fut.Configuration().Servers {
+		current[s.ID] = s
+	}
+	timeout := m.timing.TransportTimeout
+	want := map[raft.ServerID]bool{}
+	for _, s := range RaftServers(*d) {
+		want[s.ID] = true
+		if c, ok := current[s.ID]; ok && c.Address == s.Address && c.Suffrage == s.Suffrage {
+			continue
+		}
+		var err error
+		if s.Suffrage == raft.Nonvoter {
+			err = r.AddNonvoter(s.ID, s.Address, 0, timeout).Error()
+		} else {
+			err = r.AddVoter(s.ID, s.Address, 0, timeout).Error()
+		}
+		m.log.Info("raft membership: adding", zap.String("peer", string(s.ID)), zap.String("addr", string(s.Address)),
+			zap.Bool("voter", s.Suffrage == raft.Voter), zap.Error(err))
+		if err != nil {
+			return
+		}
+	}
+	self := raft.ServerID(fmt.Sprint(m.cfg.MyID))
+	for id := range current {
+		if want[id] || id == self {
+			continue
+		}
+		err := r.RemoveServer(id, 0, timeout).Error()
+		m.log.Info("raft membership: removing", zap.String("peer", string(id)), zap.Error(err))
+		if err != nil {
+			return
+		}
+	}
+	if !want[self] {
+		m.log.Info("raft membership: removing this leader")
+		r.RemoveServer(self, 0, timeout)
+	}
+}
+
+// membershipPending reports whether raft's membership does not yet match
+// the applied /zookeeper/config: an earlier reconfig is still being
+// carried out.
+func (m *Member) membershipPending() bool {
+	d := m.dynamic.Load()
+	if d == nil {
+		return false
+	}
+	fut := m.node.Raft().GetConfiguration()
+	if fut.Error() != nil {
+		return true
+	}
+	current := map[raft.ServerID]raft.Server{}
+	for _, s := range fut.Configuration().Servers {
+		current[s.ID] = s
+	}
+	want := RaftServers(*d)
+	if len(want) != len(current) {
+		return true
+	}
+	for _, s := range want {
+		if c, ok := current[s.ID]; !ok || c != s {
+			return true
+		}
+	}
+	return false
+}
+
+// leaderReconfig runs a reconfig request on the leader: one at a time,
+// refused with ReconfigInProgress while raft's membership still lags an
+// earlier one, only if a majority of the new voters is in touch
+// (NewConfigNoQuorum), then proposed like any write so that its checks
+// (BadVersion, BadArguments, NoAuth) and its result are decided on apply,
+// and finally raft's membership is changed to match. fail reports an
+// error to the request's origin.
+func (m *Member) leaderReconfig(origin, seq uint64, r *zab.Request, fail func(error)) {
+	m.reconfigMu.Lock()
+	defer m.reconfigMu.Unlock()
+	if m.membershipPending() {
+		fail(jute.CodeReconfigInProgress)
+		return
+	}
+	var req jute.ReconfigRequest
+	if err := jute.Decode(r.Body, &req); err == nil {
+		cur, _, _ := m.node.Tree().GetData(datatree.ConfigPath, nil, nil)
+		if next, err := Reconfig(cur, &req, 0); err == nil {
+			peers, _, _ := ParseConfigData(next)
+			ids := voters(peers)
+			alive := 0
+			for _, id := range ids {
+				if m.inTouch(id) {
+					alive++
+				}
+			}
+			if 2*alive <= len(ids) {
+				m.log.Warn("reconfig refused: no synced quorum in the new configuration",
+					zap.Int("voters", len(ids)), zap.Int("inTouch", alive))
+				fail(jute.CodeNewConfigNoQuorum)
+				return
+			}
+		}
+	}
+	if err := m.node.SubmitFor(origin, seq, r)(); err != nil {
+		fail(zab.ErrNotLeader)
+		return
+	}
+	// Let the apply reach this member, then change raft's membership.
+	ctx, cancel := context.WithTimeout(context.Background(), m.timing.TransportTimeout)
+	defer cancel()
+	if idx, err := m.node.SyncIndex(ctx); err == nil {
+		m.node.WaitApplied(ctx, idx)
+	}
+	m.reconcile()
+}
+
+// inTouch reports whether member id is this leader, has talked to it on
+// the election port within the serving lease, or (a member joining) is
+// listening on its election port.
+func (m *Member) inTouch(id int64) bool {
+	if id == m.cfg.MyID || m.lead.inTouch(id, m.timing.ServingLease) {
+		return true
+	}
+	p, ok := m.peer(id)
+	if !ok {
+		return false
+	}
+	c, err := net.DialTimeout("tcp", p.ElectionAddr(), m.timing.HeartbeatTimeout)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // Node returns the member's zab node.
@@ -153,8 +377,16 @@ func (m *Member) WaitReady(ctx context.Context) error { return m.node.WaitReady(
 // be forwarded or proposed. Writes submitted in order reach the log in
 // that order.
 func (m *Member) Submit(r *zab.Request) *zab.Future {
-	if m.fwd == nil || m.node.IsLeader() {
+	if m.fwd == nil {
 		return m.node.Submit(r)
+	}
+	if m.node.IsLeader() {
+		if r.Op != jute.OpReconfig {
+			return m.node.Submit(r)
+		}
+		seq, f := m.node.Register()
+		go m.leaderReconfig(m.node.BootID(), seq, r, func(err error) { m.node.Fail(seq, err) })
+		return f
 	}
 	seq, f := m.node.Register()
 	m.fwd.write(seq, f, r)
@@ -283,6 +515,10 @@ func (m *Member) Close() error {
 		}
 		if m.lead != nil {
 			m.lead.close()
+		}
+		if m.stop != nil {
+			close(m.stop)
+			m.wg.Wait()
 		}
 		err = m.node.Close()
 		if c, ok := m.trans.(interface{ Close() error }); ok && m.trans != nil {

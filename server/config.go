@@ -42,6 +42,10 @@ type Config struct {
 	// zookeeper.DigestAuthenticationProvider.superDigest; a client that adds
 	// digest auth matching it becomes the superuser. "" disables it.
 	SuperDigest string
+	// ReconfigEnabled (reconfigEnabled) lets the reconfig op through to
+	// the Backend; otherwise it is answered ReconfigDisabled, as ZooKeeper
+	// does. Default false.
+	ReconfigEnabled bool
 	// Version is the version reported by srvr, stat, mntr and envi, before
 	// ", built on". Default "3.8.4-zkd".
 	Version string

@@ -472,8 +472,10 @@ func (c *conn) prepare(sl *slot, body []byte) {
 	}
 	switch sl.op {
 	case jute.OpReconfig:
-		sl.code = jute.CodeReconfigDisabled
-		return
+		if !c.s.cfg.ReconfigEnabled {
+			sl.code = jute.CodeReconfigDisabled
+			return
+		}
 	case jute.OpMultiRead:
 		if !rec.(*jute.MultiRequest).IsRead() && len(rec.(*jute.MultiRequest).Ops) > 0 {
 			sl.code = jute.CodeMarshallingError
@@ -531,7 +533,7 @@ func (c *conn) push(sl *slot) bool {
 func isWrite(op int32) bool {
 	switch op {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
-		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti, jute.OpCheck:
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti, jute.OpCheck, jute.OpReconfig:
 		return true
 	}
 	return false

@@ -51,6 +51,10 @@ type fsm struct {
 	onApplied       func(origin, seq uint64, res Result)
 	onSessionOpen   func(id int64, timeout int32)
 	onSessionClosed func(id int64)
+	onConfigChanged func(data []byte)
+	// reconfig computes reconfig results (Config.Reconfig); nil answers
+	// Unimplemented.
+	reconfig func(cur []byte, req *jute.ReconfigRequest, zxid int64) ([]byte, error)
 }
 
 func newFSM(cfg datatree.Config, log *zap.Logger) *fsm {
@@ -138,6 +142,8 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	case kindSetConfig:
 		if _, err := tree.SetConfigData(&datatree.Txn{Zxid: zxid, Time: e.time}, e.config, false); err != nil {
 			f.log.Warn("/zookeeper/config not updated", zap.Error(err))
+		} else if f.onConfigChanged != nil {
+			f.onConfigChanged(e.config)
 		}
 	case kindDeleteExpired:
 		tx := &datatree.Txn{Zxid: zxid, Time: e.time}
@@ -196,8 +202,41 @@ func (f *fsm) applyRequest(tree *datatree.Tree, zxid int64, e *entry) Result {
 		res.Err = ErrUnknownSession
 		return res
 	}
+	if r.Op == jute.OpReconfig {
+		res.Resp, res.Err = f.applyReconfig(tree, tx, r.Body)
+		return res
+	}
 	res.Resp, res.Err = applyWrite(tree, tx, r.Op, r.Body)
 	return res
+}
+
+// applyReconfig applies a reconfig request: the new membership text
+// replaces /zookeeper/config (WRITE on it needed: in practice the super
+// user) and the reply is the new data with the node's Stat.
+func (f *fsm) applyReconfig(tree *datatree.Tree, tx *datatree.Txn, body []byte) (jute.Record, error) {
+	if f.reconfig == nil {
+		return nil, jute.CodeUnimplemented
+	}
+	var req jute.ReconfigRequest
+	if err := jute.Decode(body, &req); err != nil {
+		return nil, errMalformed
+	}
+	cur, _, err := tree.GetData(datatree.ConfigPath, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	data, err := f.reconfig(cur, &req, tx.Zxid)
+	if err != nil {
+		return nil, err
+	}
+	st, err := tree.SetConfigData(tx, data, true)
+	if err != nil {
+		return nil, err
+	}
+	if f.onConfigChanged != nil {
+		f.onConfigChanged(data)
+	}
+	return &jute.GetDataResponse{Data: data, Stat: st}, nil
 }
 
 // errMalformed answers a body that does not decode; the server checks

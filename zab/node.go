@@ -80,6 +80,15 @@ type Config struct {
 	// tree holds something else proposes it. Nil leaves the node alone, as
 	// standalone ZooKeeper does.
 	ConfigData []byte
+	// Reconfig computes the new /zookeeper/config data of a reconfig
+	// request (op 16) from the current data, with the entry's zxid as the
+	// version. It runs on the apply goroutine of every member and must be
+	// deterministic. Nil answers reconfig with Unimplemented, as
+	// standalone ZooKeeper does.
+	Reconfig func(cur []byte, req *jute.ReconfigRequest, zxid int64) ([]byte, error)
+	// OnConfigChanged is called on the apply goroutine whenever
+	// /zookeeper/config changes through the log. It must not block.
+	OnConfigChanged func(data []byte)
 }
 
 // DefaultConfig returns a standalone configuration with ZooKeeper's
@@ -185,6 +194,8 @@ func Open(cfg Config) (*Node, error) {
 	n.nextSession = session.InitialID(cfg.MyID, time.Now().UnixMilli())
 	n.fsm.onSessionOpen = func(id int64, timeout int32) { n.tracker.Add(id, timeout) }
 	n.fsm.onApplied = n.applied
+	n.fsm.reconfig = cfg.Reconfig
+	n.fsm.onConfigChanged = cfg.OnConfigChanged
 	n.fsm.onSessionClosed = func(id int64) {
 		n.tracker.Remove(id)
 		if cfg.OnSessionClosed != nil {
@@ -631,8 +642,10 @@ func (n *Node) ensureConfig() {
 		if n.raft.Barrier(time.Minute).Error() != nil {
 			return
 		}
+		// Only an empty node is filled in: once set, /zookeeper/config
+		// changes through reconfig alone.
 		cur, _, err := n.Tree().GetData(datatree.ConfigPath, nil, nil)
-		if err != nil || bytes.Equal(cur, n.cfg.ConfigData) {
+		if err != nil || len(cur) > 0 || bytes.Equal(cur, n.cfg.ConfigData) {
 			return
 		}
 		n.propose(&entry{kind: kindSetConfig, config: n.cfg.ConfigData})

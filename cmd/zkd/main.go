@@ -163,6 +163,7 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	sc.MaxBuffer = int(maxBuf)
 	sc.FourLetterWhitelist = c.FourLetterWords
 	sc.SuperDigest, _ = c.prop("zookeeper.DigestAuthenticationProvider.superDigest")
+	sc.ReconfigEnabled = c.ReconfigEnabled
 	sc.Version = zkVersion
 	sc.DataDir = dataDir
 	sc.DataLogDir = logDir

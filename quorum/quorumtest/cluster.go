@@ -26,6 +26,7 @@ type Cluster struct {
 	trans   []*raft.InmemTransport
 	members []*quorum.Member
 	cut     []bool
+	spares  int
 	// NodeConfig is applied to every member's zab.Config before it opens.
 	NodeConfig func(i int, nc *zab.Config)
 }
@@ -46,6 +47,11 @@ type Options struct {
 	NodeConfig func(i int, nc *zab.Config)
 	// ReadOnlyMode sets readonlymode.enabled on every member.
 	ReadOnlyMode bool
+	// Spares are extra members, counted in Members, that are neither in
+	// the initial configuration nor started: a test starts them with
+	// Start (their own configuration lists everyone) and adds them with
+	// reconfig.
+	Spares int
 }
 
 func freePort(t testing.TB) int {
@@ -83,7 +89,7 @@ func New(t testing.TB, o Options) *Cluster {
 			Observer: i >= o.Members-o.Observers,
 		})
 	}
-	c := &Cluster{t: t, cfg: cfg, NodeConfig: o.NodeConfig}
+	c := &Cluster{t: t, cfg: cfg, NodeConfig: o.NodeConfig, spares: o.Spares}
 	c.dirs = make([]string, o.Members)
 	c.trans = make([]*raft.InmemTransport, o.Members)
 	c.members = make([]*quorum.Member, o.Members)
@@ -91,7 +97,7 @@ func New(t testing.TB, o Options) *Cluster {
 	for i := range c.dirs {
 		c.dirs[i] = t.TempDir()
 	}
-	for i := range c.members {
+	for i := 0; i < o.Members-o.Spares; i++ {
 		c.Start(i)
 	}
 	t.Cleanup(c.Close)
@@ -99,7 +105,7 @@ func New(t testing.TB, o Options) *Cluster {
 	return c
 }
 
-// Config returns the ensemble's configuration (MyID 0).
+// Config returns the ensemble's configuration (MyID 0), spares included.
 func (c *Cluster) Config() quorum.Config { return c.cfg }
 
 // Len is the number of members.
@@ -121,6 +127,9 @@ func (c *Cluster) Start(i int) {
 	c.connect(i)
 	cfg := c.cfg
 	cfg.MyID = int64(i + 1)
+	if i < len(c.members)-c.spares {
+		cfg.Peers = c.cfg.Peers[:len(c.members)-c.spares]
+	}
 	cfg.Logger = c.cfg.Logger.With(zap.Int("member", i+1))
 	nc := zab.DefaultConfig()
 	nc.Dir = c.dirs[i]
