@@ -178,3 +178,30 @@ class FourLetterTest(KazooTestCase):
         d.stop()
         wait_for(lambda: int(mntr(c)["zk_watch_count"]) == w0 + 1, msg="watch count back")
         self.assertEqual(int(mntr(c)["zk_ephemerals_count"]), int(m0["zk_ephemerals_count"]) + 1)
+
+
+class ConsTest(KazooTestCase):
+    """cons through client.command(): the per-connection line."""
+
+    def _line(self, c, sid):
+        lines = [l for l in c.command(b"cons").splitlines() if "sid=0x%x," % sid in l]
+        self.assertEqual(len(lines), 1, c.command(b"cons"))
+        return lines[0]
+
+    def test_cons_after_requests(self):
+        c = self.client()
+        sid = c.client_id[0]
+        _, st = c.create(self.root, include_data=True)  # xid 1
+        c.get(self.root)  # xid 2
+        line = self._line(c, sid)
+        for want in ("lop=GETD", "lcxid=0x2", "lzxid=0x%x" % st.czxid, "to=10000"):
+            self.assertIn(want, line)
+
+    def test_cons_after_handshake_only(self):
+        # ZooKeeper 3.8 counts the handshake as the connection's last
+        # operation: lop=SESS, lcxid=0x0, lzxid the createSession zxid.
+        c = self.client()
+        line = self._line(c, c.client_id[0])
+        self.assertIn("lop=SESS", line)
+        self.assertIn("lcxid=0x0,", line)
+        self.assertNotIn("lzxid=0xffffffffffffffff", line)
