@@ -35,9 +35,9 @@ type Member struct {
 	// lead serves other members' forwarded requests; nil standalone.
 	lead *leaderSide
 
-	// dynamic is the membership last applied from /zookeeper/config
-	// ([]Peer); nil until then.
-	dynamic atomic.Pointer[[]Peer]
+	// dynamic is the membership last applied from /zookeeper/config; nil
+	// until then.
+	dynamic atomic.Pointer[membership]
 	// reconfigMu admits one reconfig at a time (ReconfigInProgress).
 	reconfigMu sync.Mutex
 	// reconcileCh wakes the loop that makes raft's membership match
@@ -156,11 +156,19 @@ func (m *Member) start(ln net.Listener) {
 	go m.reconcileLoop()
 }
 
-// peer returns member id's entry, from the applied /zookeeper/config
-// first (reconfig may have added it), then from zoo.cfg.
+// membership is a parsed /zookeeper/config.
+type membership struct {
+	peers   []Peer
+	version int64
+}
+
+// peer returns member id's entry: from the applied /zookeeper/config once
+// a reconfig changed it (it may have added the member), otherwise from
+// this member's own zoo.cfg (which may name the others by addresses of its
+// own, such as proxies).
 func (m *Member) peer(id int64) (Peer, bool) {
-	if d := m.dynamic.Load(); d != nil {
-		for _, p := range *d {
+	if d := m.dynamic.Load(); d != nil && d.version != 0 {
+		for _, p := range d.peers {
 			if p.ID == id {
 				return p, true
 			}
@@ -169,15 +177,35 @@ func (m *Member) peer(id int64) (Peer, bool) {
 	return m.cfg.Peer(id)
 }
 
+// membership returns the applied /zookeeper/config, reading the tree
+// when no change was applied since start (the config came with a
+// snapshot); nil if the node is empty.
+func (m *Member) membership() *membership {
+	if d := m.dynamic.Load(); d != nil {
+		return d
+	}
+	cur, _, err := m.node.Tree().GetData(datatree.ConfigPath, nil, nil)
+	if err != nil || len(cur) == 0 {
+		return nil
+	}
+	peers, version, err := ParseConfigData(cur)
+	if err != nil || len(peers) == 0 {
+		return nil
+	}
+	d := &membership{peers: peers, version: version}
+	m.dynamic.Store(d)
+	return d
+}
+
 // configChanged runs on the apply goroutine when /zookeeper/config
 // changed: it records the membership and wakes the reconcile loop.
 func (m *Member) configChanged(data []byte) {
-	peers, _, err := ParseConfigData(data)
+	peers, version, err := ParseConfigData(data)
 	if err != nil || len(peers) == 0 {
 		m.log.Warn("unusable /zookeeper/config", zap.Error(err))
 		return
 	}
-	m.dynamic.Store(&peers)
+	m.dynamic.Store(&membership{peers: peers, version: version})
 	select {
 	case m.reconcileCh <- struct{}{}:
 	default:
@@ -208,18 +236,12 @@ func (m *Member) reconcileLoop() {
 // configuration is the applied /zookeeper/config. The leader removes
 // itself last: raft then steps it down.
 func (m *Member) reconcile() {
-	d := m.dynamic.Load()
-	if d == nil {
-		cur, _, err := m.node.Tree().GetData(datatree.ConfigPath, nil, nil)
-		if err != nil || len(cur) == 0 {
-			return
-		}
-		peers, _, err := ParseConfigData(cur)
-		if err != nil || len(peers) == 0 {
-			return
-		}
-		d = &peers
-		m.dynamic.Store(d)
+	d := m.membership()
+	if d == nil || d.version == 0 {
+		// The static configuration of zoo.cfg is what raft bootstrapped
+		// with; each member may name the others by its own addresses
+		// (through proxies, NAT), so it is left as it is.
+		return
 	}
 	r := m.node.Raft()
 	fut := r.GetConfiguration()
@@ -232,7 +254,7 @@ func (m *Member) reconcile() {
 	}
 	timeout := m.timing.TransportTimeout
 	want := map[raft.ServerID]bool{}
-	for _, s := range RaftServers(*d) {
+	for _, s := range RaftServers(d.peers) {
 		want[s.ID] = true
 		if c, ok := current[s.ID]; ok && c.Address == s.Address && c.Suffrage == s.Suffrage {
 			continue
@@ -270,8 +292,8 @@ func (m *Member) reconcile() {
 // the applied /zookeeper/config: an earlier reconfig is still being
 // carried out.
 func (m *Member) membershipPending() bool {
-	d := m.dynamic.Load()
-	if d == nil {
+	d := m.membership()
+	if d == nil || d.version == 0 {
 		return false
 	}
 	fut := m.node.Raft().GetConfiguration()
@@ -282,7 +304,7 @@ func (m *Member) membershipPending() bool {
 	for _, s := range fut.Configuration().Servers {
 		current[s.ID] = s
 	}
-	want := RaftServers(*d)
+	want := RaftServers(d.peers)
 	if len(want) != len(current) {
 		return true
 	}
