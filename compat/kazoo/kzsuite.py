@@ -128,15 +128,17 @@ class KazooTestCase(unittest.TestCase):
     """Base class: one cluster per class, clients and a prefix per test.
 
     Subclasses set server_opts (harness.Server keyword arguments, e.g.
-    extra_cfg or tick_time) to change the shared cluster's configuration.
+    extra_cfg or tick_time) to change the shared cluster's configuration,
+    and members to fix its size whatever the run's --members.
     """
 
     server_opts = {}
+    members = None  # None: CONFIG.members
     cluster = None
 
     @classmethod
     def setUpClass(cls):
-        cls.cluster = start_cluster(cls.__name__, **dict(cls.server_opts))
+        cls.cluster = start_cluster(cls.__name__, members=cls.members, **dict(cls.server_opts))
 
     @classmethod
     def tearDownClass(cls):

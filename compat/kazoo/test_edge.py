@@ -205,3 +205,22 @@ class ConsTest(KazooTestCase):
         self.assertIn("lop=SESS", line)
         self.assertIn("lcxid=0x0,", line)
         self.assertNotIn("lzxid=0xffffffffffffffff", line)
+
+
+class ReconfigTest(KazooTestCase):
+    """client.reconfig on a standalone server with reconfigEnabled=true:
+    ZooKeeper answers Unimplemented. (With reconfig disabled it answers
+    ReconfigDisabled, -123, a code Kazoo 2.8 cannot decode: its connection
+    thread dies, so that case is left to the raw-wire suites.)"""
+
+    server_opts = {"extra_cfg": {"reconfigEnabled": "true"}}
+    members = 1
+
+    def test_reconfig_unimplemented_standalone(self):
+        from kazoo.exceptions import UnimplementedError
+        c = self.client()
+        with self.assertRaises(UnimplementedError):
+            c.reconfig(joining=None, leaving="2", new_members=None)
+        # The session carries on.
+        c.ensure_path(self.root)
+        self.assertIsNotNone(c.exists(self.root))
