@@ -13,8 +13,10 @@ import time
 
 from kazoo.exceptions import BadVersionError, ConnectionLoss, SessionExpiredError
 from kazoo.protocol.states import KazooState
+from kazoo.recipe.cache import TreeCache, TreeEvent
 
-from kzsuite import KazooTestCase, StateRecorder, wait_for
+from harness import Proxy
+from kzsuite import EventLog, KazooTestCase, StateRecorder, wait_for
 from test_recipes import run_threads
 
 
@@ -200,6 +202,56 @@ class FailoverTest(KazooTestCase):
         release[2].set()
         for t in threads:
             t.join(10)
+
+
+    def test_locking_queue_across_kill9(self):
+        cl = self.own_cluster()
+        a, b = self.client(cl), self.client(cl)
+        qa = a.LockingQueue(self.p("lq"))
+        qb = b.LockingQueue(self.p("lq"))
+        qa.put_all([b"j1", b"j2"])
+        self.assertEqual(qa.get(timeout=5), b"j1")
+        for m in cl.members:
+            m.kill()
+        for m in cl.members:
+            m.start()
+        wait_for(lambda: a.connected and b.connected, timeout=30, msg="reconnect")
+        # a's hold on j1 survived the crash: b gets j2, then nothing.
+        self.assertEqual(retrying(b, qb.get, timeout=5), b"j2")
+        self.assertTrue(retrying(b, qb.consume))
+        self.assertIsNone(qb.get(timeout=0.5))
+        self.assertTrue(retrying(a, qa.consume))
+        self.assertEqual(len(qa), 0)
+
+    def test_tree_cache_across_cut_connection(self):
+        cl = self.own_cluster()
+        server = cl.members[0]
+        proxy = Proxy(server.host, server.port)
+        self.addCleanup(proxy.close)
+        w = self.client(cl)
+        c = self.client(cl, hosts=proxy.address)
+        w.create(self.p("t", "x"), b"1", makepath=True)
+        cache = TreeCache(c, self.p("t"))
+        ev = EventLog()
+        cache.listen(ev)
+        cache.start()
+        self.addCleanup(cache.close)
+        wait_for(lambda: any(e.event_type == TreeEvent.INITIALIZED for e in ev.snapshot()),
+                 msg="initialized")
+        proxy.refuse(True)
+        proxy.sever()
+        wait_for(lambda: any(e.event_type == TreeEvent.CONNECTION_SUSPENDED for e in ev.snapshot()),
+                 msg="suspended")
+        w.set(self.p("t", "x"), b"2")
+        w.create(self.p("t", "y"), b"new")
+        proxy.refuse(False)
+        wait_for(lambda: any(e.event_type == TreeEvent.CONNECTION_RECONNECTED for e in ev.snapshot()),
+                 msg="reconnected")
+        wait_for(lambda: cache.get_data(self.p("t", "x")) is not None
+                 and cache.get_data(self.p("t", "x")).data == b"2", msg="x refreshed")
+        wait_for(lambda: cache.get_data(self.p("t", "y")) is not None, msg="y added")
+        self.assertEqual(cache.get_data(self.p("t", "y")).data, b"new")
+        self.assertEqual(sorted(cache.get_children(self.p("t"))), ["x", "y"])
 
 
 class CrashSessionTest(KazooTestCase):
