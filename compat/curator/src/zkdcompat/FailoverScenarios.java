@@ -26,6 +26,7 @@ final class FailoverScenarios {
     /** Session timeout of the clients under test: long enough to outlive a restart. */
     static final int SESSION_MS = 10_000;
 
+    /** register appends this class's scenarios to s, in run order. */
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("failover_mutex_kill9_restart", 120_000, FailoverScenarios::mutex));
         s.add(new Main.Scenario("failover_leader_latch_kill9_restart", 120_000, FailoverScenarios::leaderLatch));

@@ -22,6 +22,7 @@ import org.apache.curator.framework.state.ConnectionState;
 final class LockScenarios {
     private LockScenarios() {}
 
+    /** register appends this class's scenarios to s, in run order. */
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("mutex_exclusion", 90_000, LockScenarios::mutexExclusion));
         s.add(new Main.Scenario("mutex_fifo", 60_000, LockScenarios::mutexFifo));
@@ -34,10 +35,12 @@ final class LockScenarios {
         s.add(new Main.Scenario("multi_lock", 30_000, LockScenarios::multiLock));
     }
 
+    /** bytes encodes s as UTF-8. */
     static byte[] bytes(String s) {
         return s.getBytes(StandardCharsets.UTF_8);
     }
 
+    /** str decodes b as UTF-8. */
     static String str(byte[] b) {
         return new String(b, StandardCharsets.UTF_8);
     }

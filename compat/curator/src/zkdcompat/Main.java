@@ -82,6 +82,7 @@ public final class Main {
         return s;
     }
 
+    /** main parses the flags, starts the shared cluster, runs the scenarios and exits 0 only if all passed. */
     public static void main(String[] args) throws Exception {
         String only = null;
         boolean list = false;

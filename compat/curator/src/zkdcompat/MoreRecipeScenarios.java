@@ -43,6 +43,7 @@ import org.apache.zookeeper.server.auth.DigestAuthenticationProvider;
 final class MoreRecipeScenarios {
     private MoreRecipeScenarios() {}
 
+    /** register appends this class's scenarios to s, in run order. */
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("tree_cache", 30_000, MoreRecipeScenarios::treeCache));
         s.add(new Main.Scenario("path_children_cache", 30_000, MoreRecipeScenarios::pathChildrenCache));

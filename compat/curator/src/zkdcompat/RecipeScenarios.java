@@ -49,6 +49,7 @@ import org.apache.zookeeper.data.Stat;
 final class RecipeScenarios {
     private RecipeScenarios() {}
 
+    /** register appends this class's scenarios to s, in run order. */
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("leader_latch", 60_000, RecipeScenarios::leaderLatch));
         s.add(new Main.Scenario("leader_selector", 60_000, RecipeScenarios::leaderSelector));
@@ -323,6 +324,7 @@ final class RecipeScenarios {
         Check.that(!lonely.enter(300, TimeUnit.MILLISECONDS), "entered a barrier of two alone");
     }
 
+    /** STRINGS serializes queue items as UTF-8 text. */
     static final QueueSerializer<String> STRINGS = new QueueSerializer<>() {
         @Override
         public byte[] serialize(String item) {
@@ -569,12 +571,14 @@ final class RecipeScenarios {
         }
     }
 
+    /** members returns m's view of the group, payloads decoded. */
     static Map<String, String> members(GroupMember m) {
         Map<String, String> out = new HashMap<>();
         m.getCurrentMembers().forEach((k, v) -> out.put(k, str(v)));
         return out;
     }
 
+    /** exists reports whether path exists, false on any error. */
     static boolean exists(CuratorFramework cf, String path) {
         try {
             return cf.checkExists().forPath(path) != null;
@@ -583,6 +587,7 @@ final class RecipeScenarios {
         }
     }
 
+    /** dataOf returns path's data as text, or null on any error. */
     static String dataOf(CuratorFramework cf, String path) {
         try {
             return str(cf.getData().forPath(path));

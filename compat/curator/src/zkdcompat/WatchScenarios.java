@@ -25,6 +25,7 @@ import org.apache.zookeeper.ZooKeeper;
 final class WatchScenarios {
     private WatchScenarios() {}
 
+    /** register appends this class's scenarios to s, in run order. */
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("zk_watches_across_reconnect", 60_000, WatchScenarios::acrossReconnect));
         s.add(new Main.Scenario("zk_watch_read_write_race", 60_000, WatchScenarios::readWriteRace));
@@ -32,6 +33,7 @@ final class WatchScenarios {
         s.add(new Main.Scenario("failover_curator_cache_kill9_restart", 120_000, WatchScenarios::cacheFailover));
     }
 
+    /** sortedCopy returns a sorted copy of a synchronized list. */
     static List<String> sortedCopy(List<String> l) {
         List<String> out;
         synchronized (l) {

@@ -25,6 +25,7 @@ import org.apache.zookeeper.data.Stat;
 final class ZkClientScenarios {
     private ZkClientScenarios() {}
 
+    /** register appends this class's scenarios to s, in run order. */
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("zk_multi", 30_000, ZkClientScenarios::multi));
         s.add(new Main.Scenario("zk_multi_read", 30_000, ZkClientScenarios::multiRead));
@@ -40,8 +41,10 @@ final class ZkClientScenarios {
         s.add(new Main.Scenario("zk_system_nodes_and_config", 30_000, ZkClientScenarios::systemNodes));
     }
 
+    /** OPEN is world:anyone with every permission. */
     static final List<org.apache.zookeeper.data.ACL> OPEN = ZooDefs.Ids.OPEN_ACL_UNSAFE;
 
+    /** create creates path with data (null for none) and mode under OPEN, returning the created path. */
     static String create(ZooKeeper z, String path, String data, CreateMode mode) throws Exception {
         return z.create(path, data == null ? null : bytes(data), OPEN, mode);
     }
@@ -331,6 +334,7 @@ final class ZkClientScenarios {
                 "event for an ephemeral deleted by its session's close");
     }
 
+    /** sorted returns a sorted copy of l. */
     static List<String> sorted(List<String> l) {
         List<String> out = new ArrayList<>(l);
         Collections.sort(out);
@@ -376,6 +380,7 @@ final class ZkClientScenarios {
                 () -> z.getAllChildrenNumber(b + "/missing"));
     }
 
+    /** infos renders whoAmI results as sorted "scheme:user" strings. */
     static List<String> infos(List<ClientInfo> l) {
         List<String> out = new ArrayList<>();
         for (ClientInfo i : l) {
@@ -424,6 +429,7 @@ final class ZkClientScenarios {
         Check.eq(KeeperException.Code.NOAUTH, e.code(), "setData /zookeeper/config");
     }
 
+    /** missing reports whether path does not exist, false on any error. */
     static boolean missing(ZooKeeper z, String path) {
         try {
             return z.exists(path, false) == null;

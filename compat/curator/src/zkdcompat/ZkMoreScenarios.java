@@ -21,6 +21,7 @@ import org.apache.zookeeper.data.Stat;
 final class ZkMoreScenarios {
     private ZkMoreScenarios() {}
 
+    /** register appends this class's scenarios to s, in run order. */
     static void register(List<Main.Scenario> s) {
         s.add(new Main.Scenario("zk_remove_watches", 30_000, ZkMoreScenarios::removeWatches));
         s.add(new Main.Scenario("zk_large_data", 60_000, ZkMoreScenarios::largeData));
