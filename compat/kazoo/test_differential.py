@@ -6,7 +6,7 @@ compared by its low 32 bits (zkd's epoch is its raft term, ZooKeeper's
 standalone epoch is 0). ctime/mtime are checked for plausibility and then
 compared as "ctime == mtime" and their order; ephemeralOwner becomes the
 script's session name. Exceptions compare by Kazoo class, watch events by
-(type, state, path) in arrival order per watcher.
+(type, state, path) in arrival order per watcher and per session.
 
 In the ZooKeeper mode of the runner both sides are ZooKeeper (a check that
 the script itself is deterministic).
@@ -91,6 +91,17 @@ def script(A, B, ev):
     yield "get_acls after", A.get_acls("/acl")
     yield "auth scheme", A.create("/acl2", acl=[ACL(31, Id("auth", ""))], include_data=True)
     yield "auth scheme acl", A.get_acls("/acl2")
+    for name in ("w1", "w2", "w3"):
+        A.create("/d/" + name)
+        A.get("/d/" + name, watch=ev("A data /d/" + name))
+    A.get_children("/d", watch=ev("A children /d (3)"))
+    A.exists("/d/w4", watch=ev("A exists /d/w4"))
+    t = A.transaction()
+    t.set_data("/d/w3", b"3")
+    t.create("/d/w4")
+    t.delete("/d/w1")
+    t.set_data("/d/w2", b"2")
+    yield "txn firing watches", t.commit()
     yield "sync", A.sync("/d")
     t = A.transaction()
     t.create("/m", b"m")
@@ -152,10 +163,17 @@ class Normaliser:
 def run_script(hosts):
     """Run the script against hosts; return (normalised results, events)."""
     logs = {}
+    order = []  # (watcher, event) in arrival order, per session (A or B)
 
     def ev(name):
         logs.setdefault(name, EventLog())
-        return logs[name]
+        log = logs[name]
+
+        def watcher(event):
+            if event.type != "NONE":
+                order.append((name, event))
+            log(event)
+        return watcher
 
     a = KazooClient(hosts=hosts, timeout=10)
     b = KazooClient(hosts=hosts, timeout=10)
@@ -170,6 +188,10 @@ def run_script(hosts):
         norm = Normaliser(sessions, t0, t1)
         results = [(label, norm(v)) for label, v in raw]
         events = {k: [norm(e) for e in log.snapshot()] for k, log in sorted(logs.items())}
+        for who in ("A", "B"):
+            # One session's events arrive in the server's order.
+            events["(order of %s)" % who] = [(name, norm(e)) for name, e in order
+                                             if name.startswith(who + " ")]
         return results, events, norm.problems
     finally:
         for c in (a, b):
