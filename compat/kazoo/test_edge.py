@@ -197,6 +197,14 @@ class ConsTest(KazooTestCase):
         for want in ("lop=GETD", "lcxid=0x2", "lzxid=0x%x" % st.czxid, "to=10000"):
             self.assertIn(want, line)
 
+    def test_negotiated_timeout_clamped(self):
+        # tickTime 500: minSessionTimeout 1000 ms, maxSessionTimeout 10000 ms.
+        for asked, want in ((0.5, 1000), (4.0, 4000), (100.0, 10000)):
+            with self.subTest(asked=asked):
+                c = self.client(timeout=asked)
+                c.ensure_path(self.root)
+                self.assertIn("to=%d," % want, self._line(c, c.client_id[0]))
+
     def test_cons_after_handshake_only(self):
         # ZooKeeper 3.8 counts the handshake as the connection's last
         # operation: lop=SESS, lcxid=0x0, lzxid the createSession zxid.
