@@ -174,3 +174,33 @@ class WatcherRecipeTest(KazooTestCase):
         wait_for(lambda: seen.snapshot()[-1] == (["x", "y"], "CHILD"), msg="y added")
         b.delete(self.p("cw", "x"))
         wait_for(lambda: seen.snapshot()[-1] == (["y"], "CHILD"), msg="x removed")
+
+
+class FanOutTest(KazooTestCase):
+
+    def test_many_sessions_watch_one_node(self):
+        n = 30
+        writer = self.client()
+        writer.ensure_path(self.p("hot"))
+        watchers = [self.client() for _ in range(n)]
+        logs = [EventLog() for _ in range(n)]
+        for c, log in zip(watchers, logs):
+            c.get_children(self.p("hot"), watch=log)
+            c.get(self.p("hot"), watch=log)
+        writer.create(self.p("hot", "k"))
+        for log in logs:
+            self.assertEqual(kinds(log.wait_len(1)), [("CHILD", self.p("hot"))])
+        writer.set(self.p("hot"), b"x")
+        for log in logs:
+            self.assertEqual(kinds(log.wait_len(2))[1], ("CHANGED", self.p("hot")))
+
+    def test_many_children(self):
+        c = self.client()
+        c.ensure_path(self.p("big"))
+        n = 2000
+        rs = [c.create_async(self.p("big", "child-%05d" % i), b"v") for i in range(n)]
+        for r in rs:
+            r.get(timeout=60)
+        kids, st = c.get_children(self.p("big"), include_data=True)
+        self.assertEqual(sorted(kids), ["child-%05d" % i for i in range(n)])
+        self.assertEqual((st.numChildren, st.cversion), (n, n))
