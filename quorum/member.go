@@ -217,7 +217,7 @@ func (m *Member) configChanged(data []byte) {
 // change a previous leader did not finish is completed.
 func (m *Member) reconcileLoop() {
 	defer m.wg.Done()
-	t := time.NewTicker(time.Second)
+	t := time.NewTicker(m.timing.TouchInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -226,7 +226,7 @@ func (m *Member) reconcileLoop() {
 		case <-m.reconcileCh:
 		case <-t.C:
 		}
-		if m.node.IsLeader() {
+		if m.node.IsLeader() && m.membershipPending() {
 			m.reconcile()
 		}
 	}
@@ -283,6 +283,19 @@ func (m *Member) reconcile() {
 		}
 	}
 	if !want[self] {
+		// Hand leadership to a member of the new configuration; it then
+		// removes this one.
+		for _, s := range RaftServers(d.peers) {
+			if s.Suffrage != raft.Voter {
+				continue
+			}
+			err := r.LeadershipTransferToServer(s.ID, s.Address).Error()
+			m.log.Info("raft membership: this leader left the configuration, handing over",
+				zap.String("to", string(s.ID)), zap.Error(err))
+			if err == nil {
+				return
+			}
+		}
 		m.log.Info("raft membership: removing this leader")
 		r.RemoveServer(self, 0, timeout)
 	}

@@ -229,6 +229,9 @@ func Open(cfg Config) (*Node, error) {
 		rc.TrailingLogs = cfg.TrailingLogs
 	}
 	rc.NoSnapshotRestoreOnStart = false
+	// A member removed by reconfig keeps running (as ZooKeeper's does), so
+	// that it can be added back.
+	rc.ShutdownOnRemove = false
 
 	var transport raft.Transport
 	var addr raft.ServerAddress

@@ -1,0 +1,129 @@
+package quorum_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+var reconfigCfg = map[string]string{
+	"reconfigEnabled":                          "true",
+	"DigestAuthenticationProvider.superDigest": "super:D/InIHSb7yEEbrWz8b9l71RjZJU=", // super:test
+}
+
+// TestIntegration_Reconfig drives reconfig with go-zk on a 3-member zkd
+// ensemble: refused without the super user, a member removed and added
+// back, /zookeeper/config following on every member and writes working
+// throughout.
+func TestIntegration_Reconfig(t *testing.T) {
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: 200, ExtraCfg: reconfigCfg})
+	c, _ := dial(t, 4*time.Second, servers[0].Addr)
+	if _, err := c.IncrementalReconfig(nil, []string{"3"}, -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("reconfig without super: %v, want NoAuth", err)
+	}
+	if err := c.AddAuth("digest", []byte("super:test")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.IncrementalReconfig(nil, []string{"3"}, 12345); !errors.Is(err, zk.ErrBadVersion) {
+		t.Fatalf("reconfig from a stale version: %v, want BadVersion", err)
+	}
+	data, _, err := c.Get("/zookeeper/config")
+	if err != nil || !strings.HasSuffix(string(data), "version=0") || strings.Count(string(data), "server.") != 3 {
+		t.Fatalf("initial /zookeeper/config %q, %v", data, err)
+	}
+	line3 := ""
+	for l := range strings.Lines(string(data)) {
+		if strings.HasPrefix(l, "server.3=") {
+			line3 = strings.TrimSpace(l)
+		}
+	}
+	if _, err := c.IncrementalReconfig(nil, []string{"3"}, 0); err != nil {
+		t.Fatalf("remove member 3: %v", err)
+	}
+	data, st, err := c.Get("/zookeeper/config")
+	if err != nil || strings.Contains(string(data), "server.3=") || !strings.HasSuffix(string(data), fmt.Sprintf("version=%x", st.Mzxid)) {
+		t.Fatalf("/zookeeper/config after removal %q (mzxid %x), %v", data, st.Mzxid, err)
+	}
+	// Removing the leader hands leadership over: a write may meet the
+	// change (ConnectionLoss) and is retried as clients do.
+	retry := func(what string, op func() error) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := op()
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				return
+			}
+			// ConnectionLoss (-4) and ReconfigInProgress (-14) while the
+			// new leader finishes the change.
+			if msg := err.Error(); msg != "unknown error: -4" && msg != "unknown error: -14" || time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	retry("write with two members", func() error {
+		_, err := c.Create("/two", nil, 0, zk.WorldACL(zk.PermAll))
+		return err
+	})
+	retry("add member 3 back", func() error {
+		_, err := c.IncrementalReconfig([]string{line3}, nil, -1)
+		return err
+	})
+	want, _, _ := c.Get("/zookeeper/config")
+	for i, s := range servers {
+		ci, _ := dial(t, 4*time.Second, s.Addr)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			ci.Sync("/zookeeper/config")
+			got, _, err := ci.Get("/zookeeper/config")
+			ok, _, _ := ci.Exists("/two")
+			if err == nil && string(got) == string(want) && ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d: config %q (want %q), /two %v, %v", i+1, got, want, ok, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		ci.Close()
+	}
+	c3, _ := dial(t, 4*time.Second, servers[2].Addr)
+	if _, err := c3.Create("/three", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("write through the re-added member: %v", err)
+	}
+}
+
+// TestIntegration_ReconfigStandaloneLikeZooKeeper: a standalone server
+// answers reconfig as ZooKeeper 3.8 does, with and without
+// reconfigEnabled.
+func TestIntegration_ReconfigStandaloneLikeZooKeeper(t *testing.T) {
+	zkproc.RequireZooKeeper(t)
+	for _, enabled := range []bool{false, true} {
+		var errs []error
+		for _, kind := range []zkproc.Kind{zkproc.KindZkd, zkproc.KindZooKeeper} {
+			opts := zkproc.Options{ExtraCfg: map[string]string{"reconfigEnabled": fmt.Sprint(enabled)}}
+			var s *zkproc.Server
+			if kind == zkproc.KindZkd {
+				s = zkproc.StartZkd(t, opts)
+			} else {
+				s = zkproc.StartZooKeeper(t, opts)
+			}
+			c, _ := dial(t, 10*time.Second, s.Addr)
+			_, err := c.IncrementalReconfig([]string{"server.2=127.0.0.1:1:2;3"}, nil, -1)
+			errs = append(errs, err)
+			c.Close()
+			s.Stop()
+		}
+		if fmt.Sprint(errs[0]) != fmt.Sprint(errs[1]) || errs[0] == nil {
+			t.Fatalf("reconfigEnabled=%v: zkd %v, ZooKeeper %v", enabled, errs[0], errs[1])
+		}
+		t.Logf("reconfigEnabled=%v: both answer %v", enabled, errs[0])
+	}
+}
