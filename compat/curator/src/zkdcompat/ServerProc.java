@@ -35,6 +35,8 @@ final class ServerProc {
         boolean extendedTypes = true;
         /** Container and TTL sweep interval in ms (znode.container.checkIntervalMs). */
         int containerCheckMs = 100;
+        /** Extra zoo.cfg lines, key to value (written last). */
+        Map<String, String> extra = new LinkedHashMap<>();
     }
 
     final Target target;
@@ -120,6 +122,7 @@ final class ServerProc {
             c.put("extendedTypesEnabled", Boolean.toString(opts.extendedTypes));
             // zkd reads this key from zoo.cfg; ZooKeeper only as a -D JVM flag (below).
             c.put("znode.container.checkIntervalMs", Integer.toString(opts.containerCheckMs));
+            c.putAll(opts.extra);
             if (!serverLines.isEmpty()) {
                 c.put("initLimit", "10");
                 c.put("syncLimit", "5");
@@ -217,6 +220,21 @@ final class ServerProc {
             if (!p.waitFor(10, TimeUnit.SECONDS)) {
                 p.destroyForcibly();
                 p.waitFor(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    /** wipeData deletes the data directory of a stopped server, as a disk replacement would. */
+    void wipeData() throws IOException {
+        if (alive()) {
+            throw new IllegalStateException("wipe the data of a running server");
+        }
+        Path data = dir.resolve("data");
+        try (var walk = Files.walk(data)) {
+            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                if (!p.equals(data) && !p.getFileName().toString().equals("myid")) {
+                    Files.delete(p);
+                }
             }
         }
     }

@@ -32,6 +32,8 @@ final class ZkMoreScenarios {
         s.add(new Main.Scenario("zk_pipelined_async_ops", 60_000, ZkMoreScenarios::pipelined));
         s.add(new Main.Scenario("zk_many_watches_across_reconnect", 60_000, ZkMoreScenarios::manyWatches));
         s.add(new Main.Scenario("zk_can_be_read_only_client", 30_000, ZkMoreScenarios::canBeReadOnly));
+        s.add(new Main.Scenario("zk_acl_schemes_and_perms", 30_000, ZkMoreScenarios::aclSchemes));
+        s.add(new Main.Scenario("zk_super_digest_from_zoo_cfg", 60_000, ZkMoreScenarios::superDigest));
     }
 
     /** removeWatches removes one kind of watch and reports it; removing a missing watch is NoWatcher. */
@@ -291,6 +293,93 @@ final class ZkMoreScenarios {
         } finally {
             z.close();
         }
+    }
+
+    /** code returns the KeeperException code body throws, or fails. */
+    static KeeperException.Code code(String what, Check.Thrower body) {
+        return Check.throwsType(KeeperException.class, what, body).code();
+    }
+
+    /** acl builds a one-entry ACL list. */
+    static List<org.apache.zookeeper.data.ACL> acl(int perms, String scheme, String id) {
+        // A mutable list: the client's validateACL calls contains(null), which List.of refuses.
+        return new ArrayList<>(List.of(new org.apache.zookeeper.data.ACL(perms, new org.apache.zookeeper.data.Id(scheme, id))));
+    }
+
+    /** ip and digest ACLs, the auth scheme, invalid ACLs, and which permission each operation needs. */
+    static void aclSchemes(Ctx c) throws Exception {
+        ZooKeeper z = c.zk();
+        String p = c.path("");
+        create(z, p, null, CreateMode.PERSISTENT);
+        int all = org.apache.zookeeper.ZooDefs.Perms.ALL;
+        int read = org.apache.zookeeper.ZooDefs.Perms.READ;
+        z.create(p + "/ip", bytes("ip"), acl(all, "ip", "127.0.0.1"), CreateMode.PERSISTENT);
+        Check.eq("ip", str(z.getData(p + "/ip", false, null)), "read with a matching ip ACL");
+        z.create(p + "/net", bytes("net"), acl(all, "ip", "127.0.0.0/8"), CreateMode.PERSISTENT);
+        Check.eq("net", str(z.getData(p + "/net", false, null)), "read with a matching ip/bits ACL");
+        z.create(p + "/far", bytes("far"), acl(all, "ip", "10.1.2.0/24"), CreateMode.PERSISTENT);
+        Check.eq(KeeperException.Code.NOAUTH, code("read with a foreign ip ACL", () -> z.getData(p + "/far", false, null)), "read with a foreign ip ACL");
+        Check.eq(KeeperException.Code.INVALIDACL, code("auth ACL without credentials",
+                () -> z.create(p + "/auth", null, acl(all, "auth", ""), CreateMode.PERSISTENT)), "auth ACL without credentials");
+        Check.eq(KeeperException.Code.INVALIDACL, code("digest ACL without a colon",
+                () -> z.create(p + "/bad", null, acl(all, "digest", "nocolon"), CreateMode.PERSISTENT)), "digest ACL without a colon");
+        Check.eq(KeeperException.Code.INVALIDACL, code("empty ACL",
+                () -> z.create(p + "/empty", null, List.of(), CreateMode.PERSISTENT)), "empty ACL");
+        Check.eq(KeeperException.Code.INVALIDACL, code("unknown scheme",
+                () -> z.create(p + "/unk", null, acl(all, "nosuch", "x"), CreateMode.PERSISTENT)), "unknown scheme");
+
+        // Each operation needs its own permission.
+        z.create(p + "/ro", bytes("ro"), acl(read, "world", "anyone"), CreateMode.PERSISTENT);
+        Check.eq(KeeperException.Code.NOAUTH, code("setData on READ-only", () -> z.setData(p + "/ro", bytes("x"), -1)), "setData on READ-only");
+        Check.eq(KeeperException.Code.NOAUTH, code("create under READ-only",
+                () -> create(z, p + "/ro/kid", null, CreateMode.PERSISTENT)), "create under READ-only");
+        Check.eq(KeeperException.Code.NOAUTH, code("setACL on READ-only",
+                () -> z.setACL(p + "/ro", OPEN, -1)), "setACL on READ-only");
+        z.create(p + "/admin", bytes("a"), acl(org.apache.zookeeper.ZooDefs.Perms.ADMIN, "world", "anyone"), CreateMode.PERSISTENT);
+        Check.eq(KeeperException.Code.NOAUTH, code("getData on ADMIN-only", () -> z.getData(p + "/admin", false, null)), "getData on ADMIN-only");
+        Check.eq(acl(org.apache.zookeeper.ZooDefs.Perms.ADMIN, "world", "anyone"), z.getACL(p + "/admin", new Stat()), "getACL on ADMIN-only");
+        z.create(p + "/w", null, acl(org.apache.zookeeper.ZooDefs.Perms.WRITE, "world", "anyone"), CreateMode.PERSISTENT);
+        Check.eq(KeeperException.Code.NOAUTH, code("getACL on WRITE-only", () -> z.getACL(p + "/w", new Stat())), "getACL on WRITE-only");
+        Check.eq(KeeperException.Code.NOAUTH, code("getChildren on WRITE-only", () -> z.getChildren(p + "/w", false)), "getChildren on WRITE-only");
+        Check.that(z.exists(p + "/w", false) != null, "exists needs no permission");
+        z.create(p + "/nodel", null, acl(all & ~org.apache.zookeeper.ZooDefs.Perms.DELETE, "world", "anyone"), CreateMode.PERSISTENT);
+        create(z, p + "/nodel/kid", null, CreateMode.PERSISTENT);
+        Check.eq(KeeperException.Code.NOAUTH, code("delete under a parent without DELETE",
+                () -> z.delete(p + "/nodel/kid", -1)), "delete under a parent without DELETE");
+        z.setACL(p + "/nodel", OPEN, 0);
+        z.delete(p + "/nodel/kid", -1);
+        Check.eq(KeeperException.Code.BADVERSION, code("setACL with a stale aversion", () -> z.setACL(p + "/nodel", OPEN, 0)), "setACL with a stale aversion");
+
+        // auth: the creator's digest identity replaces the entry.
+        z.addAuthInfo("digest", bytes("dave:pw"));
+        z.create(p + "/mine", null, acl(all, "auth", ""), CreateMode.PERSISTENT);
+        Check.eq(acl(all, "digest", org.apache.zookeeper.server.auth.DigestAuthenticationProvider.generateDigest("dave:pw")),
+                z.getACL(p + "/mine", new Stat()), "ACL stored for an auth entry");
+        ZooKeeper anon = c.zk();
+        Check.eq(KeeperException.Code.NOAUTH, code("anonymous read of dave's node", () -> anon.getData(p + "/mine", false, null)), "anonymous read of dave's node");
+    }
+
+    /** A super digest set in zoo.cfg (a zookeeper.* system property for ZooKeeper) lets the super user past every ACL. */
+    static void superDigest(Ctx c) throws Exception {
+        ServerProc.Options o = new ServerProc.Options();
+        String digest = org.apache.zookeeper.server.auth.DigestAuthenticationProvider.generateDigest("super:letmein");
+        o.extra.put("DigestAuthenticationProvider.superDigest", digest);
+        Cluster cl = c.newCluster("super", Main.members(), o);
+        ZooKeeper owner = c.zk(cl.connectString(), Ctx.SESSION_MS, e -> { });
+        owner.addAuthInfo("digest", bytes("erin:pw"));
+        owner.create("/locked", bytes("s3cret"), acl(org.apache.zookeeper.ZooDefs.Perms.ALL, "auth", ""), CreateMode.PERSISTENT);
+        ZooKeeper anon = c.zk(cl.connectString(), Ctx.SESSION_MS, e -> { });
+        Check.eq(KeeperException.Code.NOAUTH, code("anonymous read", () -> anon.getData("/locked", false, null)), "anonymous read");
+        ZooKeeper sup = c.zk(cl.connectString(), Ctx.SESSION_MS, e -> { });
+        sup.addAuthInfo("digest", bytes("super:letmein"));
+        Check.eq("s3cret", str(sup.getData("/locked", false, null)), "super user's read");
+        sup.setData("/locked", bytes("changed"), -1);
+        sup.delete("/locked", -1);
+        owner.create("/locked2", null, acl(org.apache.zookeeper.ZooDefs.Perms.ALL, "auth", ""), CreateMode.PERSISTENT);
+        ZooKeeper wrong = c.zk(cl.connectString(), Ctx.SESSION_MS, e -> { });
+        wrong.addAuthInfo("digest", bytes("super:wrong"));
+        Check.eq(KeeperException.Code.NOAUTH, code("read with a wrong super password",
+                () -> wrong.getData("/locked2", false, null)), "read with a wrong super password");
     }
 
     /** addauth with an unknown scheme ends in AuthFailed; the handle refuses further requests. */
