@@ -3,6 +3,7 @@ package quorum_test
 import (
 	"errors"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +126,32 @@ func TestIntegration_ReconfigStandaloneLikeZooKeeper(t *testing.T) {
 			t.Fatalf("reconfigEnabled=%v: zkd %v, ZooKeeper %v", enabled, errs[0], errs[1])
 		}
 		t.Logf("reconfigEnabled=%v: both answer %v", enabled, errs[0])
+	}
+}
+
+// kazooReconfig is run by /usr/bin/python3: Kazoo's reconfig as the super
+// user removes member 3; it prints the new configuration.
+const kazooReconfig = `
+import sys
+from kazoo.client import KazooClient
+c = KazooClient(hosts=sys.argv[1], auth_data=[("digest", "super:test")], timeout=10)
+c.start(timeout=10)
+data, stat = c.reconfig(joining=None, leaving="3", new_members=None)
+sys.stdout.write(data.decode())
+c.stop()
+`
+
+// TestIntegration_ReconfigKazoo: Kazoo's reconfig call works against zkd.
+func TestIntegration_ReconfigKazoo(t *testing.T) {
+	if _, err := exec.LookPath("/usr/bin/python3"); err != nil {
+		t.Fatalf("python3 with kazoo is needed: %s", zkproc.AptCommand)
+	}
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: 200, ExtraCfg: reconfigCfg})
+	out, err := exec.Command("/usr/bin/python3", "-c", kazooReconfig, servers[0].Addr).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kazoo reconfig: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "server.3=") || strings.Count(string(out), "server.") != 2 || !strings.Contains(string(out), "version=") {
+		t.Fatalf("kazoo reconfig returned %q", out)
 	}
 }
