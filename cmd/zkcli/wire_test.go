@@ -71,7 +71,7 @@ func TestWireConn(t *testing.T) {
 		out.Write(handshake)
 		out.Write(reply(5, 0x10, 0, &jute.ExistsResponse{}))                      // go-zk's
 		out.Write(reply(ours, 0x11, 0, &jute.GetDataResponse{Data: []byte("d")})) // ours
-		out.Write(reply(jute.XidPing, 0x99, 0, nil))                               // ping: zxid ignored
+		out.Write(reply(jute.XidPing, 0x99, 0, nil))                              // ping: zxid ignored
 		out.Write(reply(jute.XidNotification, -1, 0, &jute.WatcherEvent{Type: jute.EventNodeDataChanged, State: 3, Path: "/x"}))
 		_, err = server.Write(out.Bytes())
 		serverDone <- err
