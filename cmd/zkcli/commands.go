@@ -207,7 +207,7 @@ func cmdGet(sh *Shell, p *parsedArgs) error {
 	if resp.Data == nil {
 		b.WriteString("null\n")
 	} else {
-		b.WriteString(string(resp.Data) + "\n")
+		b.WriteString(javaString(resp.Data) + "\n")
 	}
 	if p.has("s") {
 		printStat(&b, &resp.Stat)
@@ -689,7 +689,7 @@ func cmdConfig(sh *Shell, p *parsedArgs) error {
 	}
 	data := "null"
 	if resp.Data != nil {
-		data = string(resp.Data)
+		data = javaString(resp.Data)
 	}
 	var b strings.Builder
 	if p.has("c") {
@@ -789,7 +789,7 @@ func cmdReconfig(sh *Shell, p *parsedArgs) error {
 		return zkErr(err, "")
 	}
 	var b strings.Builder
-	b.WriteString("Committed new configuration:\n" + string(resp.Data) + "\n")
+	b.WriteString("Committed new configuration:\n" + javaString(resp.Data) + "\n")
 	if p.has("s") {
 		printStat(&b, &resp.Stat)
 	}

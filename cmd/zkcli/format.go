@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/zkd/zkd/jute"
 )
@@ -77,6 +78,25 @@ func printACLs(w io.Writer, acls []jute.ACL) {
 	for _, a := range acls {
 		fmt.Fprintf(w, "'%s,'%s\n: %s\n", a.Id.Scheme, a.Id.Id, permString(a.Perms))
 	}
+}
+
+// javaString decodes data as Java's new String(data, UTF_8) does, each
+// byte that is not part of valid UTF-8 becoming U+FFFD.
+func javaString(data []byte) string {
+	if utf8.Valid(data) {
+		return string(data)
+	}
+	var b strings.Builder
+	for len(data) > 0 {
+		r, n := utf8.DecodeRune(data)
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.Write(data[:n])
+		}
+		data = data[n:]
+	}
+	return b.String()
 }
 
 // javaList renders strings as Java's List.toString: "[a, b]".

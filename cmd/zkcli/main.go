@@ -35,14 +35,20 @@ type options struct {
 	cmd     []string // the one-shot command and its arguments, if any
 }
 
-// parseArgs reads zkCli's flags: -server, -timeout (ms) and -r (read-only,
-// accepted and ignored: go-zk cannot ask for read-only sessions). The first
+// parseArgs reads zkCli's flags: -server, -timeout (ms), -r (read-only,
+// accepted and ignored: go-zk cannot ask for read-only sessions) and
+// -client-configuration file (accepted and ignored). The first
 // argument not starting with "-" begins the one-shot command.
 func parseArgs(args []string) (*options, error) {
 	o := &options{server: "localhost:2181", timeout: 30 * time.Second}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch a {
+		case "-client-configuration":
+			// A Java client properties file (TLS, SASL…): nothing in it
+			// applies to this client, so it is read past and ignored.
+			i++
+			continue
 		case "-server", "-timeout":
 			if i+1 >= len(args) {
 				return nil, fmt.Errorf("Error: no argument found for option %s", a)

@@ -161,6 +161,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"-server", "h:1"}, "h:1", 30 * time.Second, nil, false},
 		{[]string{"-server", "h:1", "-timeout", "5000", "get", "-s", "/x"}, "h:1", 5 * time.Second, []string{"get", "-s", "/x"}, false},
 		{[]string{"-r", "ls", "/"}, "localhost:2181", 30 * time.Second, []string{"ls", "/"}, false},
+		{[]string{"-client-configuration", "zk.props", "-server", "h:2", "ls"}, "h:2", 30 * time.Second, []string{"ls"}, false},
 		{[]string{"-server"}, "", 0, nil, true},
 		{[]string{"-timeout", "x"}, "", 0, nil, true},
 	}
@@ -362,5 +363,23 @@ func TestChroot(t *testing.T) {
 	c.response(resp)
 	if !reflect.DeepEqual(resp.Ephemerals, []string{"/e", "/"}) {
 		t.Errorf("ephemerals = %q", resp.Ephemerals)
+	}
+}
+
+func TestJavaString(t *testing.T) {
+	tests := []struct {
+		in   []byte
+		want string
+	}{
+		{[]byte("hello"), "hello"},
+		{[]byte("héllo"), "héllo"},
+		{[]byte{'a', 0xff, 'b'}, "a\uFFFDb"},
+		{[]byte{0xff, 0xfe}, "\uFFFD\uFFFD"},
+		{[]byte{}, ""},
+	}
+	for _, tt := range tests {
+		if got := javaString(tt.in); got != tt.want {
+			t.Errorf("javaString(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }
