@@ -329,13 +329,11 @@ func (e *editor) completeLocked() {
 // interactive runs the shell on a terminal until quit or end of input.
 func interactive(sh *Shell, in *os.File) int {
 	ed := newEditor(in, os.Stdout)
-	sh.mu.Lock()
-	sh.eventHook = func(text string) {
+	sh.setEventHook(func(text string) {
 		sh.outMu.Lock()
 		defer sh.outMu.Unlock()
 		ed.printAbove(text)
-	}
-	sh.mu.Unlock()
+	})
 	for {
 		line, err := ed.readLine(sh.Prompt())
 		if err != nil {

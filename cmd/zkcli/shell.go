@@ -60,18 +60,19 @@ type Shell struct {
 	host    string
 	sess    *Session
 
+	// The fields above and these belong to the goroutine running commands.
 	history      map[int]string
 	commandCount int
 	exitCode     int
 	quit         bool
 
-	// eventHook, if set, prints watch events instead of out (the line
-	// editor uses it to keep the prompt intact).
-	eventHook func(text string)
-
+	// mu guards what the session's event goroutines read too.
 	mu struct {
 		sync.Mutex
 		printWatches bool
+		// eventHook, if set, prints watch events instead of out (the
+		// line editor uses it to keep the prompt intact).
+		eventHook func(text string)
 	}
 }
 
@@ -110,7 +111,7 @@ func (sh *Shell) Close() {
 // event while printwatches is on.
 func (sh *Shell) printEvent(ev jute.WatcherEvent) {
 	sh.mu.Lock()
-	on, hook := sh.mu.printWatches, sh.eventHook
+	on, hook := sh.mu.printWatches, sh.mu.eventHook
 	sh.mu.Unlock()
 	if !on {
 		return
@@ -126,7 +127,7 @@ func (sh *Shell) printEvent(ev jute.WatcherEvent) {
 // setEventHook installs or (with nil) removes the event printer override.
 func (sh *Shell) setEventHook(f func(string)) {
 	sh.mu.Lock()
-	sh.eventHook = f
+	sh.mu.eventHook = f
 	sh.mu.Unlock()
 }
 
