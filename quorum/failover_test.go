@@ -14,7 +14,10 @@ import (
 	"github.com/zkd/zkd/compat/zkproc"
 )
 
-var failovers = flag.Int("quorum.failovers", 2, "leader SIGKILLs in TestIntegration_Failovers (the figures use 10 and 20)")
+var (
+	failovers    = flag.Int("quorum.failovers", 2, "leader SIGKILLs in TestIntegration_Failovers (the figures use 10 and 20)")
+	failoverKind = flag.String("quorum.kind", "zkd", "what TestIntegration_Failovers runs: zkd, or zookeeper for the comparison")
+)
 
 // writer creates nodes in a loop and records, for each acknowledged
 // create, when it was sent and when it was acknowledged.
@@ -70,7 +73,15 @@ func (w *writer) firstAfter(t time.Time) (time.Time, bool) {
 // next acknowledged write sent after it, and checks that no acknowledged
 // write is lost.
 func TestIntegration_Failovers(t *testing.T) {
-	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: 200})
+	var servers []*zkproc.Server
+	switch *failoverKind {
+	case "zkd":
+		servers = zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: 200})
+	case "zookeeper":
+		servers = zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{TickTime: 200})
+	default:
+		t.Fatalf("-quorum.kind=%q: want zkd or zookeeper", *failoverKind)
+	}
 	addrs := zkproc.Addrs(servers)
 	setup, _ := dial(t, 4*time.Second, addrs...)
 	if _, err := setup.Create("/f", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
@@ -139,6 +150,6 @@ func TestIntegration_Failovers(t *testing.T) {
 		c.Close()
 	}
 	slices.Sort(took)
-	t.Logf("failovers=%d acknowledged=%d lost=%d kill→next-ack median=%v max=%v all=%v",
-		len(took), len(acked), lost, took[len(took)/2], took[len(took)-1], took)
+	t.Logf("%s: failovers=%d acknowledged=%d lost=%d kill→next-ack median=%v max=%v all=%v",
+		*failoverKind, len(took), len(acked), lost, took[len(took)/2], took[len(took)-1], took)
 }
