@@ -54,6 +54,42 @@
 // majority side (CP). With readonlymode.enabled it keeps serving clients
 // that asked for a read-only session.
 //
+// Stopping serving does not depend on the raft state alone: during an
+// election followers are briefly candidates, and dropping every client
+// then would make each failover worse. A member serves while it leads or
+// while its last contact with a leader is younger than the serving lease.
+//
+// # Read-only mode
+//
+// With readonlymode.enabled, a member that is not serving still accepts
+// connections whose ConnectRequest asks for read-only: it answers reads
+// from its tree, refuses writes with NotReadOnly (−119), reports Mode
+// "read-only" (srvr, stat, isro "ro") and, once the quorum is back, closes
+// those connections so that clients reconnect read-write. Read-only
+// sessions never enter the log (their ids use server id 0).
+//
+// # Membership and reconfig
+//
+// Every member bootstraps raft with the server.N lines of its own zoo.cfg
+// when it has no raft state, and a new leader writes that membership into
+// /zookeeper/config (ZooKeeper's text, ending in version=0) through the
+// log when the node is empty. Each member dials the others by the
+// addresses of its own zoo.cfg, so members may reach each other through
+// proxies or NAT. Dynamic reconfig (op 16, gated by reconfigEnabled and,
+// through the node's ACL, the super user) is a log entry decided on apply
+// by Reconfig, as ZooKeeper's PrepRequestProcessor decides it (BadVersion,
+// BadArguments, NoAuth); the new text carries version=<hex zxid of the
+// entry>. Before proposing, the leader refuses a change while raft's
+// membership still lags the previous one (ReconfigInProgress) and a change
+// whose new voters are not mostly in touch with it (NewConfigNoQuorum:
+// members that talked to it on the election port within the serving lease,
+// or joiners listening on their election port). After the entry applies,
+// the leader adds, updates and removes raft servers to match; a leader that
+// leaves hands leadership to a remaining voter, which finishes the change.
+// A removed member keeps running and can be added back. Standalone, the
+// reconfig op answers Unimplemented (ReconfigDisabled without
+// reconfigEnabled), as ZooKeeper 3.8 does.
+//
 // A single server.N line (or none) is a standalone member: a one-voter
 // raft cluster on an in-memory transport, the same code path.
 package quorum
