@@ -14,6 +14,22 @@
 // as raw Jute frames on go-zk's connection so that every opcode is
 // available, including those go-zk lacks (addWatch, removeWatches,
 // getEphemerals, getAllChildrenNumber, whoAmI).
+//
+// Where zkcli knowingly differs from zkCli.sh 3.8:
+//   - the quota commands (setquota, listquota, delquota) are not provided;
+//   - output that zkCli.sh prints from its event thread (watch events, the
+//     first SyncConnected) is printed in a fixed order: before the output
+//     of the command that triggered it, and before the first prompt or
+//     command;
+//   - addauth waits for the server's answer, so a refused credential ends
+//     the session before the next command runs (zkCli.sh may still run
+//     it and report AuthFailed for it);
+//   - deleteall exits 1 when some node could not be deleted;
+//   - a one-shot command or a script that ends without quit closes its
+//     session, so its ephemeral nodes go at once rather than at timeout;
+//   - a line of only spaces is ignored (zkCli.sh re-runs the previous
+//     command);
+//   - -r (read-only) and -client-configuration are accepted and ignored.
 package main
 
 import (
