@@ -318,14 +318,15 @@ func (s *Server) localSessionID() int64 {
 	return session.InitialID(0, time.Now().UnixMilli()) + int64(s.connSeq.Add(1))
 }
 
-// waitZxid gives an ensemble member up to a tick to apply zxid before a
-// client that has seen it is refused.
+// waitZxid gives an ensemble member up to five ticks (ZooKeeper's default
+// syncLimit, about one leader election), at most 2s, to apply zxid before
+// a client that has seen it is refused.
 func (s *Server) waitZxid(zxid int64) bool {
 	w, ok := s.b.(ZxidWaiter)
 	if !ok {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(s.cfg.TickTime, 2*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), min(5*s.cfg.TickTime, 2*time.Second))
 	defer cancel()
 	return w.WaitZxid(ctx, zxid)
 }
