@@ -47,7 +47,7 @@ func restoreTerm(fd int, t *unix.Termios) {
 
 // editor is a small line editor for the interactive shell: emacs-style
 // cursor keys (arrows, Home/End, Ctrl-A/E/B/F/K/U/W/L), history (up/down,
-// Ctrl-P/N) and command-name completion with Tab. Lines the shell prints
+// Ctrl-P/N) and completion of command names and znode paths with Tab. Lines the shell prints
 // while the user is typing (watch events) appear above the line being
 // edited.
 type editor struct {
@@ -56,6 +56,9 @@ type editor struct {
 	out io.Writer
 
 	history []string
+
+	// paths, if set, returns the children of a znode for completion.
+	paths func(parent string) []string
 
 	mu      sync.Mutex // guards the fields below and writes to out
 	editing bool
@@ -204,7 +207,7 @@ func (e *editor) readLine(prompt string) (string, error) {
 		case 14:
 			browse(hist + 1)
 		case '\t':
-			e.edit(e.completeLocked)
+			e.complete()
 		case 27:
 			e.escape(browse, &hist)
 		default:
@@ -295,21 +298,59 @@ func (e *editor) deleteWordLocked() {
 	e.pos = i
 }
 
-// completeLocked completes a command name typed at the start of the line
-// to the longest prefix shared by the commands it could be.
-func (e *editor) completeLocked() {
-	word := string(e.buf[:e.pos])
-	if strings.ContainsRune(word, ' ') {
+// complete completes the word before the cursor: a command name at the
+// start of the line, or a znode path (a word starting with "/") from the
+// children the paths function returns, as zkCli's JLine completer does. It
+// extends the word to the longest prefix its candidates share. paths is
+// called without the editor's lock held, since it may wait on the network.
+func (e *editor) complete() {
+	e.mu.Lock()
+	line := string(e.buf[:e.pos])
+	e.mu.Unlock()
+	start := strings.LastIndexByte(line, ' ') + 1
+	word := line[start:]
+	var candidates []string
+	switch {
+	case start == 0:
+		for name := range commands {
+			candidates = append(candidates, name)
+		}
+	case strings.HasPrefix(word, "/") && e.paths != nil:
+		dir := word[:strings.LastIndexByte(word, '/')+1]
+		parent := strings.TrimSuffix(dir, "/")
+		if parent == "" {
+			parent = "/"
+		}
+		for _, child := range e.paths(parent) {
+			candidates = append(candidates, dir+child)
+		}
+	}
+	add := completion(word, candidates)
+	if add == "" {
 		return
 	}
+	e.edit(func() {
+		if string(e.buf[:e.pos]) != line { // edited meanwhile
+			return
+		}
+		r := []rune(add)
+		e.buf = append(e.buf[:e.pos], append(r, e.buf[e.pos:]...)...)
+		e.pos += len(r)
+	})
+}
+
+// completion returns what to append to word: the rest of the longest prefix
+// shared by the candidates that start with word, plus a space after a
+// command name that is the only match.
+func completion(word string, candidates []string) string {
 	var matches []string
-	for name := range commands {
-		if strings.HasPrefix(name, word) {
-			matches = append(matches, name)
+	for _, c := range candidates {
+		if strings.HasPrefix(c, word) {
+			matches = append(matches, c)
 		}
 	}
 	if len(matches) == 0 {
-		return
+		return ""
 	}
 	sort.Strings(matches)
 	common := matches[0]
@@ -318,17 +359,17 @@ func (e *editor) completeLocked() {
 			common = common[:len(common)-1]
 		}
 	}
-	if len(matches) == 1 {
-		common += " "
+	add := common[len(word):]
+	if len(matches) == 1 && !strings.HasPrefix(word, "/") {
+		add += " "
 	}
-	add := []rune(common[len(word):])
-	e.buf = append(e.buf[:e.pos], append(add, e.buf[e.pos:]...)...)
-	e.pos += len(add)
+	return add
 }
 
 // interactive runs the shell on a terminal until quit or end of input.
 func interactive(sh *Shell, in *os.File) int {
 	ed := newEditor(in, os.Stdout)
+	ed.paths = sh.children
 	sh.setEventHook(func(text string) {
 		sh.outMu.Lock()
 		defer sh.outMu.Unlock()

@@ -190,6 +190,7 @@ func TestIntegration_Interactive(t *testing.T) {
 		{"get /pX\r", "Node does not exist: /pX"},       // ...and here is why
 		{"history\r", "6 - ls /"},                       // history lists the typed lines
 		{"\x15garbage\x15stat /p\r", "dataVersion = 0"}, // Ctrl-U kills the line
+		{"ls /zoo\t\r", "[config, quota]"},              // Tab completes a znode path
 		{"quit\r", ""},
 	}
 	for _, s := range steps {

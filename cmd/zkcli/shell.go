@@ -306,3 +306,16 @@ func (sh *Shell) closeQuietly() {
 	sh.mu.Unlock()
 	sh.sess.Close()
 }
+
+// children lists a znode's children for path completion; it returns nothing
+// when the session is down or the node is gone. It does not set watches.
+func (sh *Shell) children(path string) []string {
+	if sh.sess == nil || sh.sess.State() != stateConnected {
+		return nil
+	}
+	resp := &jute.GetChildrenResponse{}
+	if err := sh.sess.Call(jute.OpGetChildren, &jute.GetChildrenRequest{Path: path}, resp); err != nil {
+		return nil
+	}
+	return resp.Children
+}

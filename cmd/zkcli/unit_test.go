@@ -383,3 +383,23 @@ func TestJavaString(t *testing.T) {
 		}
 	}
 }
+
+func TestCompletion(t *testing.T) {
+	tests := []struct {
+		word       string
+		candidates []string
+		want       string
+	}{
+		{"getAc", []string{"getAcl", "getAllChildrenNumber", "get"}, "l "},
+		{"getA", []string{"getAcl", "getAllChildrenNumber"}, ""},
+		{"del", []string{"delete", "deleteall"}, "ete"},
+		{"/zoo", []string{"/zookeeper", "/app"}, "keeper"},
+		{"/a/b", []string{"/a/bc1", "/a/bc2"}, "c"},
+		{"/x", []string{"/a"}, ""},
+	}
+	for _, tt := range tests {
+		if got := completion(tt.word, tt.candidates); got != tt.want {
+			t.Errorf("completion(%q, %q) = %q, want %q", tt.word, tt.candidates, got, tt.want)
+		}
+	}
+}
