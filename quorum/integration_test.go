@@ -283,6 +283,7 @@ func TestIntegration_EnsembleFaults(t *testing.T) {
 		}
 	}
 	checkAcked(t, servers, w.acked)
+	checkSameTree(t, servers)
 	t.Logf("%d acknowledged writes, %d lock holds, %d client errors during faults", len(w.acked), len(w.tokens), w.errs.Load())
 }
 
@@ -325,5 +326,56 @@ func checkAcked(t testing.TB, servers []*zkproc.Server, acked []string) {
 			}
 		}
 		c.Close()
+	}
+}
+
+// treeOf lists every znode a member serves with its data and Stat, after
+// a sync, so members can be compared.
+func treeOf(t testing.TB, addr string) map[string]string {
+	t.Helper()
+	c, _ := dial(t, 4*time.Second, addr)
+	defer c.Close()
+	if _, err := c.Sync("/"); err != nil {
+		t.Fatalf("%s: sync: %v", addr, err)
+	}
+	out := map[string]string{}
+	var walk func(p string)
+	walk = func(p string) {
+		data, st, err := c.Get(p)
+		if err != nil {
+			t.Fatalf("%s: get %s: %v", addr, p, err)
+		}
+		out[p] = fmt.Sprintf("%q %+v", data, *st)
+		children, _, err := c.Children(p)
+		if err != nil {
+			t.Fatalf("%s: children %s: %v", addr, p, err)
+		}
+		for _, ch := range children {
+			if p == "/" {
+				walk("/" + ch)
+			} else {
+				walk(p + "/" + ch)
+			}
+		}
+	}
+	walk("/")
+	return out
+}
+
+// checkSameTree fails unless every member serves the same znodes with the
+// same data and Stat.
+func checkSameTree(t testing.TB, servers []*zkproc.Server) {
+	t.Helper()
+	first := treeOf(t, servers[0].Addr)
+	for i := 1; i < len(servers); i++ {
+		other := treeOf(t, servers[i].Addr)
+		if len(other) != len(first) {
+			t.Fatalf("member %d serves %d znodes, member 1 %d", i+1, len(other), len(first))
+		}
+		for p, v := range first {
+			if other[p] != v {
+				t.Fatalf("member %d differs at %s:\n%s\nvs member 1:\n%s", i+1, p, other[p], v)
+			}
+		}
 	}
 }

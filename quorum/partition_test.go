@@ -176,5 +176,6 @@ func TestIntegration_PartitionedLeader(t *testing.T) {
 		}
 	}
 	checkAcked(t, e.servers, w.acked)
+	checkSameTree(t, e.servers)
 	t.Logf("%d acknowledged writes, %d lock holds", len(w.acked), len(w.tokens))
 }
