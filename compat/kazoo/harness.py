@@ -344,6 +344,20 @@ class Cluster:
                 return s
         raise HarnessError("harness: client connected to unknown port %d" % port)
 
+    def kill_all(self):
+        """SIGKILL every member, as a power cut would."""
+        for s in self.members:
+            s.kill()
+
+    def start_all(self):
+        """Start every stopped member on its own directory and port, then
+        wait until all serve (an ensemble needs its quorum up first)."""
+        for s in self.members:
+            if not s.running():
+                s.start(wait=False)
+        for s in self.members:
+            s.wait_ready()
+
     def stop(self):
         """Stop every member (SIGTERM, then SIGKILL)."""
         for s in self.members:

@@ -170,7 +170,7 @@ class FourLetterTest(KazooTestCase):
         c.delete(self.p("e1"))
         self.assertEqual(int(mntr(c)["zk_ephemerals_count"]), int(m0["zk_ephemerals_count"]) + 1)
         # A closed session's watches and ephemerals are gone from the counts.
-        d = self.client()
+        d = self.client(hosts=self.cluster.member_for(c).address)  # the member mntr asks
         for i in range(3):
             d.exists(self.p("n%d" % i), watch=lambda e: None)
         d.create(self.p("e3"), ephemeral=True)

@@ -187,10 +187,8 @@ class FailoverTest(KazooTestCase):
             wait_for(lambda i=i: len(e.contenders()) == i + 1, msg="candidate %d" % i)
         wait_for(lambda: leaders == [0], msg="first leader")
 
-        for m in cl.members:
-            m.kill()
-        for m in cl.members:
-            m.start()
+        cl.kill_all()
+        cl.start_all()
         wait_for(lambda: all(c.connected for c in clients), timeout=30, msg="reconnect")
         time.sleep(0.3)
         self.assertEqual(leaders, [0], "leadership changed across the crash")
@@ -211,10 +209,8 @@ class FailoverTest(KazooTestCase):
         qb = b.LockingQueue(self.p("lq"))
         qa.put_all([b"j1", b"j2"])
         self.assertEqual(qa.get(timeout=5), b"j1")
-        for m in cl.members:
-            m.kill()
-        for m in cl.members:
-            m.start()
+        cl.kill_all()
+        cl.start_all()
         wait_for(lambda: a.connected and b.connected, timeout=30, msg="reconnect")
         # a's hold on j1 survived the crash: b gets j2, then nothing.
         self.assertEqual(retrying(b, qb.get, timeout=5), b"j2")
@@ -273,10 +269,8 @@ class CrashSessionTest(KazooTestCase):
         lw = waiter.Lock(self.p("lock"), "waiter")
         self.assertEqual(lw.contenders(), ["holder"])
         holder.kill()
-        for m in cl.members:
-            m.kill()
-        for m in cl.members:
-            m.start()
+        cl.kill_all()
+        cl.start_all()
         t0 = time.monotonic()
         self.assertTrue(lw.acquire(timeout=30))
         elapsed = time.monotonic() - t0
@@ -293,12 +287,10 @@ class CrashSessionTest(KazooTestCase):
         a.add_listener(rec)
         sid = a.client_id[0]
         a.create(self.p("eph"), b"e", ephemeral=True, makepath=True)
-        for m in cl.members:
-            m.kill()
+        cl.kill_all()
         rec.wait_for(KazooState.SUSPENDED)
         time.sleep(timeout * 1.5)
-        for m in cl.members:
-            m.start()
+        cl.start_all()
         rec.wait_for(KazooState.CONNECTED, timeout=30)
         self.assertEqual(a.client_id[0], sid)
         self.assertNotIn(KazooState.LOST, rec.states)
@@ -313,10 +305,8 @@ class CrashSessionTest(KazooTestCase):
         a.create(self.p("eph"), ephemeral=True, makepath=True)
         sid, passwd = a.client_id
         a.stop()
-        for m in cl.members:
-            m.kill()
-        for m in cl.members:
-            m.start()
+        cl.kill_all()
+        cl.start_all()
         b = self.client(cl)
         self.assertIsNone(b.exists(self.p("eph")))
         c = self.client(cl, client_id=(sid, passwd))
@@ -333,10 +323,8 @@ class CrashSessionTest(KazooTestCase):
         t.set_data(self.p("n-%010d" % 0), b"changed")
         t.commit()
         before = {n: a.get(self.p(n)) for n in a.get_children(self.root)}
-        for m in cl.members:
-            m.kill()
-        for m in cl.members:
-            m.start()
+        cl.kill_all()
+        cl.start_all()
         b = self.client(cl)
         after = {n: b.get(self.p(n)) for n in b.get_children(self.root)}
         self.assertEqual(len(after), 301)
