@@ -434,6 +434,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Unlock()
 	f.tree.Store(tree)
 	f.setApplied(applied)
+	if f.onConfigChanged != nil {
+		if data, _, err := tree.GetData(datatree.ConfigPath, nil, nil); err == nil && len(data) > 0 {
+			f.onConfigChanged(data)
+		}
+	}
 	return nil
 }
 
