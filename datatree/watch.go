@@ -7,9 +7,14 @@ import (
 )
 
 // Watcher receives watch events; it is a client connection. Notify is called
-// synchronously from the goroutine that applied the write (or registered
-// the watch, for SetWatches), never while the tree's locks are held; it must
-// not block. Watchers are compared by interface equality, so use pointers.
+// synchronously from the goroutine that applied the write, while the tree's
+// write lock is still held, so that no reader can see the new data before
+// the event is queued: a client always receives a watch's event before a
+// reply showing the change (ZooKeeper's ordering guarantee). Notify must
+// therefore not block and must not call back into the tree. For
+// SetWatches it is called from the registering goroutine after the locks
+// are released. Watchers are compared by interface equality, so use
+// pointers.
 type Watcher interface {
 	Notify(ev jute.WatcherEvent)
 }
@@ -259,7 +264,7 @@ type pendingEvent struct {
 	acl []jute.ACL // the node's ACL for AuthWatcher filtering; nil: no filter
 }
 
-// deliver notifies watchers; the tree's locks must not be held.
+// deliver notifies watchers; the watch lock (wmu) must not be held.
 func deliver(evs []pendingEvent) {
 	for i := range evs {
 		e := &evs[i]

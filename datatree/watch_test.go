@@ -377,3 +377,49 @@ func TestRecursiveWatchBothTables(t *testing.T) {
 	}
 	h.check()
 }
+
+// lockProbe is a Watcher that records whether a reader could have taken
+// the tree's read lock when its event was delivered.
+type lockProbe struct {
+	tree        *Tree
+	readerCould []bool
+}
+
+func (p *lockProbe) Notify(jute.WatcherEvent) {
+	ok := p.tree.mu.TryRLock()
+	if ok {
+		p.tree.mu.RUnlock()
+	}
+	p.readerCould = append(p.readerCould, ok)
+}
+
+// TestEventsQueuedBeforeDataVisible: every event of a write is delivered
+// while readers are still locked out, so a connection queues the event
+// before any reply that could show the new data (ZooKeeper's guarantee
+// that a client sees the watch event before the change).
+func TestEventsQueuedBeforeDataVisible(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	h.create("/x", jute.ModePersistent)
+	p := &lockProbe{tree: h.tree}
+	for _, op := range []func(){
+		func() { h.tree.SetData(h.tx(1), "/x", []byte("v"), -1) },
+		func() { h.tree.Create(h.tx(1), CreateOp{Path: "/x/c", ACL: OpenACLUnsafe}) },
+		func() { h.tree.Delete(h.tx(1), "/x/c", -1) },
+	} {
+		if _, _, err := h.tree.GetData("/x", nil, p); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.tree.GetChildren("/x", nil, p); err != nil {
+			t.Fatal(err)
+		}
+		op()
+	}
+	if len(p.readerCould) == 0 {
+		t.Fatal("no event delivered")
+	}
+	for i, could := range p.readerCould {
+		if could {
+			t.Fatalf("event %d delivered after the write lock was released", i)
+		}
+	}
+}

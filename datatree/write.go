@@ -102,7 +102,7 @@ func (w *writer) runTriggers() {
 	}
 }
 
-// begin takes the write lock; end notes the zxid, unlocks and delivers.
+// begin takes the write lock; end notes the zxid, delivers and unlocks.
 func (t *Tree) begin(w *writer, tx *Txn, multi bool) {
 	t.mu.Lock()
 	w.t, w.tx, w.multi = t, tx, multi
@@ -112,9 +112,10 @@ func (t *Tree) begin(w *writer, tx *Txn, multi bool) {
 func (w *writer) end() {
 	w.runTriggers()
 	w.t.lastZxid.Store(w.tx.Zxid)
-	evs := w.events
+	// Deliver before unlocking: a reader that could see this write's
+	// effect must find its events already queued on its connection.
+	deliver(w.events)
 	w.t.mu.Unlock()
-	deliver(evs)
 }
 
 // Create validates and applies a create exactly as ZooKeeper's
