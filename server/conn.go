@@ -63,7 +63,9 @@ type conn struct {
 		sync.Mutex
 		q         [][]byte
 		bytes     int
-		deferring bool     // a read is executing: hold events back
+		deferring bool     // a watch-setting read is executing: hold its events back
+		holdPath  string   // hold only events on this path ("" with holdAll: all)
+		holdAll   bool     // hold every event (addWatch: descendants fire too)
 		deferred  [][]byte // events held back during a read
 		sealed    bool     // no more frames: the writer closes once q drains
 	}
@@ -656,14 +658,18 @@ func (c *conn) account(sl *slot, zxid int64) {
 	c.last.Unlock()
 }
 
-// execRead runs a read against the tree and queues its reply. Events
-// raised meanwhile are held back until the reply is queued, so a client
-// always receives the reply that set a watch before that watch's event.
+// execRead runs a read against the tree and queues its reply. While a
+// read that sets a watch runs, events on its path are held back until the
+// reply is queued, so a client always receives the reply that set a watch
+// before that watch's event (go-zk drops an event for a watch it has not
+// registered yet). Other events are not held: the tree queues them before
+// any reader can see their write, so a client sees an event before a reply
+// showing the change.
 func (c *conn) execRead(sl *slot) {
-	hold := sl.op != jute.OpSetWatches && sl.op != jute.OpSetWatches2
+	path, all, hold := watchHold(sl.req)
 	if hold {
 		c.out.Lock()
-		c.out.deferring = true
+		c.out.deferring, c.out.holdPath, c.out.holdAll = true, path, all
 		c.out.Unlock()
 	}
 	body, err := c.read(sl)
@@ -674,6 +680,24 @@ func (c *conn) execRead(sl *slot) {
 	frame := encodeReply(hdr, body)
 	c.enqueue(frame, false, hold)
 	c.account(sl, hdr.Zxid)
+}
+
+// watchHold tells whether req registers a watch and which events to hold
+// while it runs: those on path, or all of them.
+func watchHold(req jute.Record) (path string, all, hold bool) {
+	switch r := req.(type) {
+	case *jute.ExistsRequest:
+		return r.Path, false, r.Watch
+	case *jute.GetDataRequest:
+		return r.Path, false, r.Watch
+	case *jute.GetChildrenRequest:
+		return r.Path, false, r.Watch
+	case *jute.GetChildren2Request:
+		return r.Path, false, r.Watch
+	case *jute.AddWatchRequest:
+		return "", true, true
+	}
+	return "", false, false
 }
 
 // watcher returns c as a datatree watcher when watch is set, else nil.
@@ -799,7 +823,7 @@ func (c *conn) Notify(ev jute.WatcherEvent) {
 		c.out.Unlock()
 		return
 	}
-	if c.out.deferring {
+	if c.out.deferring && (c.out.holdAll || ev.Path == c.out.holdPath) {
 		c.out.deferred = append(c.out.deferred, frame)
 		c.out.bytes += len(frame)
 	} else {

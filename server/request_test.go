@@ -222,7 +222,9 @@ func TestWatchEventBeforeWriteReply(t *testing.T) {
 }
 
 // TestWatchEventNeverBeforeRegisteringReply: while a read that sets a
-// watch executes, events are held until its reply is queued.
+// watch executes, events on its path are held until its reply is queued;
+// events on other paths are not held (they belong to writes the read may
+// already see, so they must come first).
 func TestWatchEventNeverBeforeRegisteringReply(t *testing.T) {
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.addr)
@@ -232,16 +234,49 @@ func TestWatchEventNeverBeforeRegisteringReply(t *testing.T) {
 		cn = x
 	}
 	cn.out.Lock()
-	cn.out.deferring = true
+	cn.out.deferring, cn.out.holdPath = true, "/x"
 	cn.out.Unlock()
 	cn.Notify(jute.WatcherEvent{Type: jute.EventNodeCreated, State: jute.StateSyncConnected, Path: "/x"})
+	cn.Notify(jute.WatcherEvent{Type: jute.EventNodeDataChanged, State: jute.StateSyncConnected, Path: "/other"})
 	sl := &slot{xid: 9, op: jute.OpExists, req: &jute.ExistsRequest{Path: "/x", Watch: true}}
 	cn.execRead(sl)
-	if h := c.reply(nil); h.Xid != 9 || h.Err != jute.CodeNoNode {
-		t.Fatalf("first frame %+v, want the read reply", h)
+	event := func() (jute.ReplyHeader, jute.WatcherEvent) {
+		d := jute.NewDecoder(c.mustFrame())
+		var h jute.ReplyHeader
+		var ev jute.WatcherEvent
+		h.Decode(d)
+		ev.Decode(d)
+		return h, ev
 	}
-	if h := c.reply(nil); h.Xid != jute.XidNotification {
-		t.Fatalf("second frame %+v, want the held event", h)
+	if h, ev := event(); h.Xid != jute.XidNotification || ev.Path != "/other" {
+		t.Fatalf("first frame %+v %+v, want the event on /other", h, ev)
+	}
+	if h := c.reply(nil); h.Xid != 9 || h.Err != jute.CodeNoNode {
+		t.Fatalf("second frame %+v, want the read reply", h)
+	}
+	if h, ev := event(); h.Xid != jute.XidNotification || ev.Path != "/x" {
+		t.Fatalf("third frame %+v %+v, want the held event on /x", h, ev)
+	}
+}
+
+// TestReadWithoutWatchHoldsNothing: a plain read does not hold events, so
+// an event queued before its reply stays before it.
+func TestReadWithoutWatchHoldsNothing(t *testing.T) {
+	if _, _, hold := watchHold(&jute.GetDataRequest{Path: "/x"}); hold {
+		t.Fatal("getData without watch holds events")
+	}
+	for _, req := range []jute.Record{
+		&jute.GetDataRequest{Path: "/x", Watch: true},
+		&jute.ExistsRequest{Path: "/x", Watch: true},
+		&jute.GetChildrenRequest{Path: "/x", Watch: true},
+		&jute.GetChildren2Request{Path: "/x", Watch: true},
+	} {
+		if path, all, hold := watchHold(req); !hold || all || path != "/x" {
+			t.Errorf("%T: hold %v all %v path %q", req, hold, all, path)
+		}
+	}
+	if _, all, hold := watchHold(&jute.AddWatchRequest{Path: "/x"}); !hold || !all {
+		t.Error("addWatch must hold every event (descendants fire too)")
 	}
 }
 
