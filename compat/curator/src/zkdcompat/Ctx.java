@@ -49,8 +49,18 @@ final class Ctx implements AutoCloseable {
 
     /** curator returns a started Curator client of connect with the given session timeout, connected. */
     CuratorFramework curator(String connect, int sessionMs) throws InterruptedException {
+        return curator(connect, sessionMs, true);
+    }
+
+    /**
+     * curator returns a started Curator client of connect, connected. With ensembleTracker false the
+     * client never swaps its connect string for the members listed in /zookeeper/config, which a
+     * client behind a Proxy must not do (in an ensemble it would bypass the proxy).
+     */
+    CuratorFramework curator(String connect, int sessionMs, boolean ensembleTracker) throws InterruptedException {
         CuratorFramework c = CuratorFrameworkFactory.builder()
                 .connectString(connect)
+                .ensembleTracker(ensembleTracker)
                 .sessionTimeoutMs(sessionMs)
                 .connectionTimeoutMs(5000)
                 .retryPolicy(new ExponentialBackoffRetry(50, 29, 500))

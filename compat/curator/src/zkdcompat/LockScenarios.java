@@ -180,7 +180,7 @@ final class LockScenarios {
         String lock = c.path("lock");
         ServerProc member = c.cluster.members.get(0);
         Proxy proxy = c.proxy(member);
-        CuratorFramework a = c.curator(proxy.addr(), 2000);
+        CuratorFramework a = c.curator(proxy.addr(), 2000, false);
         List<ConnectionState> states = Collections.synchronizedList(new ArrayList<>());
         a.getConnectionStateListenable().addListener((cl, st) -> states.add(st));
         int timeout = a.getZookeeperClient().getZooKeeper().getSessionTimeout();
