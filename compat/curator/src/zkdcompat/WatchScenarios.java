@@ -210,11 +210,14 @@ final class WatchScenarios {
         ZooKeeper writer = c.zk();
         ZooKeeper reader = c.zk();
         create(writer, b, null, CreateMode.PERSISTENT);
-        int rounds = 400;
+        // Rounds until a violation shows or 8 s have passed.
+        long deadline = System.nanoTime() + 8_000_000_000L;
+        int rounds = 0;
         java.util.concurrent.atomic.AtomicInteger violations = new java.util.concurrent.atomic.AtomicInteger();
         java.util.concurrent.atomic.AtomicInteger sawNew = new java.util.concurrent.atomic.AtomicInteger();
         List<String> first = Collections.synchronizedList(new ArrayList<>());
-        for (int i = 0; i < rounds; i++) {
+        for (int i = 0; System.nanoTime() < deadline && violations.get() == 0; i++) {
+            rounds++;
             String p = b + "/n" + i;
             create(writer, p, "0", CreateMode.PERSISTENT);
             java.util.concurrent.atomic.AtomicBoolean fired = new java.util.concurrent.atomic.AtomicBoolean();
@@ -251,8 +254,8 @@ final class WatchScenarios {
             reader.sync(p, (rc, path, ctx) -> { }, null);
             Check.waitFor(5_000, "watch on " + p + " to fire", fired::get);
         }
-        Check.that(violations.get() == 0, "%d of %d replies showed new data before the watch event for it (first at %s)",
-                violations.get(), sawNew.get(), first.isEmpty() ? "-" : first.get(0));
+        Check.that(violations.get() == 0, "%d of %d replies showed new data before the watch event for it (first at %s, round %d)",
+                violations.get(), sawNew.get(), first.isEmpty() ? "-" : first.get(0), rounds);
     }
 
     /**
