@@ -71,11 +71,15 @@ def script(A, B, ev):
     A.get("/d/a", watch=ev("A data /d/a"))
     A.exists("/d/new", watch=ev("A exists /d/new"))
     A.get_children("/d", watch=ev("A children /d"))
-    B.get("/d/b", watch=ev("B data /d/b"))
+    b_watch = ev("B data /d/b")
+    B.get("/d/b", watch=b_watch)
     yield "B set /d/a", B.set("/d/a", b"from B")
     yield "B create /d/new", B.create("/d/new", include_data=True)
     yield "A delete /d/b", A.delete("/d/b")
     A.get_children("/d", watch=ev("A children /d (2)"))
+    # B's event travels on B's connection, unordered with A's reply: wait
+    # for it before B closes (else Kazoo may drop it, on either server).
+    b_watch.log.wait_len(1)
     yield "B close", B.stop()
     yield "stat /d after B closed", A.exists("/d")
     yield "children after B closed", sorted(A.get_children("/d"))
@@ -173,6 +177,7 @@ def run_script(hosts):
             if event.type != "NONE":
                 order.append((name, event))
             log(event)
+        watcher.log = log
         return watcher
 
     a = KazooClient(hosts=hosts, timeout=10)
