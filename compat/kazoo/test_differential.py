@@ -13,6 +13,7 @@ the script itself is deterministic).
 """
 
 import os
+import shutil
 import time
 import unittest
 
@@ -214,8 +215,9 @@ class DifferentialTest(unittest.TestCase):
         ours = harness.Cluster.start(kzsuite.CONFIG.kind, os.path.join(base, "server"),
                                      zkd_bin=kzsuite.CONFIG.zkd_bin)
         self.addCleanup(ours.stop)
-        if not os.path.exists(harness.ZOOKEEPER_JARS[0]):
-            self.fail("ZooKeeper 3.8 is not installed; install it with: apt-get install -y zookeeper")
+        if not os.path.exists(harness.ZOOKEEPER_JARS[0]) or not shutil.which("java"):
+            self.fail("ZooKeeper 3.8 (and java) not installed; install it with: "
+                      "apt-get install -y zookeeper")
         ref = harness.Cluster.start("zookeeper", os.path.join(base, "zookeeper"))
         self.addCleanup(ref.stop)
         got, got_ev, problems = run_script(ours.hosts)
