@@ -121,8 +121,10 @@ final class WatchScenarios {
      */
     static void readWriteRace(Ctx c) throws Exception {
         String b = c.path("");
-        ZooKeeper writer = c.zk();
-        ZooKeeper reader = c.zk();
+        // Both on one member: in an ensemble another member may not have applied the setup yet.
+        String one = c.cluster.members.get(0).addr();
+        ZooKeeper writer = c.zk(one, Ctx.SESSION_MS, e -> { });
+        ZooKeeper reader = c.zk(one, Ctx.SESSION_MS, e -> { });
         create(writer, b, null, CreateMode.PERSISTENT);
         int rounds = 150;
         int missedChild = 0;
@@ -207,8 +209,10 @@ final class WatchScenarios {
      */
     static void eventBeforeNewData(Ctx c) throws Exception {
         String b = c.path("");
-        ZooKeeper writer = c.zk();
-        ZooKeeper reader = c.zk();
+        // Both on one member: in an ensemble another member may not have applied the setup yet.
+        String one = c.cluster.members.get(0).addr();
+        ZooKeeper writer = c.zk(one, Ctx.SESSION_MS, e -> { });
+        ZooKeeper reader = c.zk(one, Ctx.SESSION_MS, e -> { });
         create(writer, b, null, CreateMode.PERSISTENT);
         // Rounds until a violation shows or 8 s have passed.
         long deadline = System.nanoTime() + 8_000_000_000L;
