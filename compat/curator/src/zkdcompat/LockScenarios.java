@@ -29,6 +29,7 @@ final class LockScenarios {
         s.add(new Main.Scenario("mutex_reentrant", 30_000, LockScenarios::mutexReentrant));
         s.add(new Main.Scenario("mutex_acquire_timeout", 30_000, LockScenarios::mutexTimeout));
         s.add(new Main.Scenario("mutex_release_on_session_loss", 60_000, LockScenarios::mutexSessionLoss));
+        s.add(new Main.Scenario("mutex_revocation", 30_000, LockScenarios::mutexRevocation));
         s.add(new Main.Scenario("semaphore_v2", 60_000, LockScenarios::semaphoreV2));
         s.add(new Main.Scenario("read_write_lock", 30_000, LockScenarios::readWriteLock));
         s.add(new Main.Scenario("semaphore_mutex", 30_000, LockScenarios::semaphoreMutex));
@@ -215,6 +216,28 @@ final class LockScenarios {
         Check.that(ms <= timeout + 5000, "waiter got the lock only %d ms after the holder went silent (session %d ms)", ms, timeout);
         Check.waitFor(15_000, "holder's client to see LOST", () -> states.contains(ConnectionState.LOST));
         proxy.setBlackhole(false);
+    }
+
+    /** A revocable holder hears a revocation request (a setData on its lock node) and gives the lock up. */
+    static void mutexRevocation(Ctx c) throws Exception {
+        String lock = c.path("lock");
+        CuratorFramework a = c.curator();
+        CuratorFramework b = c.curator();
+        InterProcessMutex ma = new InterProcessMutex(a, lock);
+        CountDownLatch asked = new CountDownLatch(1);
+        ma.makeRevocable(m -> asked.countDown());
+        ma.acquire();
+        InterProcessMutex mb = new InterProcessMutex(b, lock);
+        Check.that(!mb.acquire(300, TimeUnit.MILLISECONDS), "lock free while held");
+        Collection<String> nodes = ma.getParticipantNodes();
+        Check.eq(1, nodes.size(), "participants");
+        String holderNode = nodes.iterator().next();
+        Check.that(holderNode.startsWith(lock + "/"), "participant %s is not a full path under %s", holderNode, lock);
+        org.apache.curator.framework.recipes.locks.Revoker.attemptRevoke(b, holderNode);
+        Check.that(asked.await(10, TimeUnit.SECONDS), "holder never heard the revocation request");
+        ma.release();
+        Check.that(mb.acquire(10, TimeUnit.SECONDS), "lock not free after the revoked holder released");
+        mb.release();
     }
 
     /** A semaphore with three leases never grants more than three at once and does grant three. */
