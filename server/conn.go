@@ -342,6 +342,11 @@ func (c *conn) handshake() bool {
 			return false
 		}
 		id = res.SessionID
+		// As ZooKeeper's FinalRequestProcessor, the createSession is the
+		// connection's first operation for cons: lop=SESS, lcxid=0.
+		c.last.Lock()
+		c.last.op, c.last.cxid, c.last.zxid, c.last.respTime = "SESS", 0, res.Zxid, time.Now()
+		c.last.Unlock()
 	} else {
 		// As ZooKeeper does, any attempt to resume a session first closes
 		// the session's current connection, before the password is checked.

@@ -215,3 +215,20 @@ func TestDumpExpirySets(t *testing.T) {
 		t.Fatalf("session sets hold %d members, want 2: %+v", n, d.Sessions)
 	}
 }
+
+// TestConsAfterHandshakeOnly: a connection that has only created its
+// session shows ZooKeeper's lop=SESS, lcxid=0x0 and the session's zxid.
+func TestConsAfterHandshakeOnly(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	var ci ConnInfo
+	for _, x := range ts.Conns() {
+		if x.SessionID != 0 {
+			ci = x
+		}
+	}
+	if ci.LastOp != "SESS" || ci.LastCxid != 0 || ci.LastZxid <= 0 || ci.LastZxid != ts.b.LastZxid() {
+		t.Fatalf("cons after the handshake: lop=%s lcxid=%d lzxid=0x%x (tree at 0x%x)", ci.LastOp, ci.LastCxid, ci.LastZxid, ts.b.LastZxid())
+	}
+}
