@@ -233,6 +233,10 @@ type Timing struct {
 	HoldTimeout time.Duration
 	// TouchInterval is how often followers send batched session touches.
 	TouchInterval time.Duration
+	// CommitTimeout is how often the leader tells followers its commit
+	// index when no new entry does (raft's CommitTimeout); it bounds how
+	// long after a commit a follower applies and answers. Always 1ms.
+	CommitTimeout time.Duration
 }
 
 // Timing derives raft's and forwarding's timeouts from the ticks.
@@ -254,5 +258,6 @@ func (c *Config) Timing() Timing {
 		TransportTimeout:   time.Duration(c.InitLimit) * c.TickTime,
 		HoldTimeout:        sync,
 		TouchInterval:      touch,
+		CommitTimeout:      time.Millisecond,
 	}
 }

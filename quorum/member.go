@@ -120,6 +120,7 @@ func (m *Member) openNode(nc zab.Config, trans raft.Transport) (*zab.Node, error
 	nc.HeartbeatTimeout = t.HeartbeatTimeout
 	nc.ElectionTimeout = t.ElectionTimeout
 	nc.LeaderLeaseTimeout = t.LeaderLeaseTimeout
+	nc.CommitTimeout = t.CommitTimeout
 	nc.ConfigData = ConfigData(cfg.Peers, 0)
 	return zab.Open(nc)
 }

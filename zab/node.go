@@ -75,6 +75,12 @@ type Config struct {
 	HeartbeatTimeout   time.Duration
 	ElectionTimeout    time.Duration
 	LeaderLeaseTimeout time.Duration
+	// CommitTimeout is how often the leader sends followers an append
+	// (empty if need be) carrying its commit index: followers apply, and
+	// so answer their clients, that much after the leader commits. Zero
+	// means raft's 5ms here; quorum uses 1ms (an idle leader then spends
+	// some 10% of a core on it, against a 2.4x faster contended lock).
+	CommitTimeout time.Duration
 	// ConfigData is what /zookeeper/config must hold (ZooKeeper's
 	// membership text ending in version=…); a newly elected leader whose
 	// tree holds something else proposes it. Nil leaves the node alone, as
@@ -220,6 +226,9 @@ func Open(cfg Config) (*Node, error) {
 		rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
 	}
 	rc.CommitTimeout = 5 * time.Millisecond
+	if cfg.CommitTimeout > 0 {
+		rc.CommitTimeout = cfg.CommitTimeout
+	}
 	rc.BatchApplyCh = true
 	rc.MaxAppendEntries = 1024
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
