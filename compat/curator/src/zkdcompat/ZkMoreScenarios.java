@@ -32,6 +32,7 @@ final class ZkMoreScenarios {
         s.add(new Main.Scenario("zk_pipelined_async_ops", 60_000, ZkMoreScenarios::pipelined));
         s.add(new Main.Scenario("zk_many_watches_across_reconnect", 60_000, ZkMoreScenarios::manyWatches));
         s.add(new Main.Scenario("zk_can_be_read_only_client", 30_000, ZkMoreScenarios::canBeReadOnly));
+        s.add(new Main.Scenario("zk_stat_bookkeeping", 30_000, ZkMoreScenarios::statBookkeeping));
         s.add(new Main.Scenario("zk_acl_schemes_and_perms", 30_000, ZkMoreScenarios::aclSchemes));
         s.add(new Main.Scenario("zk_super_digest_from_zoo_cfg", 60_000, ZkMoreScenarios::superDigest));
     }
@@ -293,6 +294,62 @@ final class ZkMoreScenarios {
         } finally {
             z.close();
         }
+    }
+
+    /** Every Stat field moves as ZooKeeper moves it through creates, child changes, writes and ACL changes. */
+    static void statBookkeeping(Ctx c) throws Exception {
+        ZooKeeper z = c.zk();
+        String p = c.path("");
+        long before = System.currentTimeMillis();
+        Stat s0 = new Stat();
+        z.create(p, bytes("abc"), OPEN, CreateMode.PERSISTENT, s0);
+        Check.eq(s0.getCzxid(), s0.getMzxid(), "mzxid at create");
+        Check.eq(s0.getCzxid(), s0.getPzxid(), "pzxid at create");
+        Check.eq(s0.getCtime(), s0.getMtime(), "mtime at create");
+        Check.that(Math.abs(s0.getCtime() - before) < 60_000, "ctime %d far from the client's clock %d", s0.getCtime(), before);
+        Check.eq(0, s0.getVersion(), "version at create");
+        Check.eq(0, s0.getCversion(), "cversion at create");
+        Check.eq(0, s0.getAversion(), "aversion at create");
+        Check.eq(0L, s0.getEphemeralOwner(), "ephemeralOwner of a persistent node");
+        Check.eq(3, s0.getDataLength(), "dataLength");
+        Check.eq(0, s0.getNumChildren(), "numChildren at create");
+
+        Stat k1 = new Stat();
+        z.create(p + "/k1", null, OPEN, CreateMode.EPHEMERAL, k1);
+        Check.eq(z.getSessionId(), k1.getEphemeralOwner(), "ephemeralOwner of an ephemeral");
+        Check.eq(0, k1.getDataLength(), "dataLength of null data");
+        Stat s1 = z.exists(p, false);
+        Check.eq(k1.getCzxid(), s1.getPzxid(), "pzxid after a child create");
+        Check.eq(1, s1.getCversion(), "cversion after a child create");
+        Check.eq(1, s1.getNumChildren(), "numChildren after a child create");
+        Check.eq(s0.getMzxid(), s1.getMzxid(), "mzxid after a child create");
+        Check.eq(0, s1.getVersion(), "version after a child create");
+
+        Stat s2 = z.setData(p, bytes("hello!"), 0);
+        Check.that(s2.getMzxid() > k1.getCzxid(), "mzxid after setData");
+        Check.eq(1, s2.getVersion(), "version after setData");
+        Check.eq(6, s2.getDataLength(), "dataLength after setData");
+        Check.that(s2.getMtime() >= s2.getCtime(), "mtime before ctime");
+        Check.eq(s1.getPzxid(), s2.getPzxid(), "pzxid after setData");
+
+        z.delete(p + "/k1", -1);
+        Stat s3 = new Stat();
+        List<String> kids = z.getChildren(p, false, s3);
+        Check.eq(List.of(), kids, "children after the delete");
+        Check.that(s3.getPzxid() > s2.getMzxid(), "pzxid after a child delete (%d) not past the last write (%d)", s3.getPzxid(), s2.getMzxid());
+        Check.eq(2, s3.getCversion(), "cversion after a child delete");
+        Check.eq(0, s3.getNumChildren(), "numChildren after a child delete");
+        Check.eq(s2.getMzxid(), s3.getMzxid(), "mzxid after a child delete");
+        Check.eq(z.exists(p, false), s3, "getChildren2's Stat is exists' Stat");
+
+        Stat s4 = z.setACL(p, OPEN, 0);
+        Check.eq(1, s4.getAversion(), "aversion after setACL");
+        Check.eq(s3.getMzxid(), s4.getMzxid(), "mzxid after setACL");
+        Check.eq(1, s4.getVersion(), "version after setACL");
+        Stat s5 = new Stat();
+        Check.eq("hello!", str(z.getData(p, false, s5)), "data");
+        Check.eq(s4, s5, "getData's Stat after setACL");
+        Check.that(s4.getPzxid() == s3.getPzxid(), "pzxid after setACL");
     }
 
     /** code returns the KeeperException code body throws, or fails. */
