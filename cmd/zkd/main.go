@@ -123,12 +123,14 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	nc.Logger = log.Named("zab")
 	nc.Tree = datatree.DefaultConfig()
 	nc.Tree.ExtendedTypes = c.propBool("zookeeper.extendedTypesEnabled")
-	interval, err := c.propInt("zookeeper.znode.container.checkIntervalMs", 60000)
+	// ZooKeeper reads these two without the "zookeeper." prefix (so only
+	// -D flags reach it); zkd takes the bare -D name and the zoo.cfg key.
+	interval, err := c.propInt("znode.container.checkIntervalMs", 60000)
 	if err != nil {
 		return qc, nc, sc, err
 	}
 	nc.ContainerCheckInterval = time.Duration(interval) * time.Millisecond
-	perMinute, err := c.propInt("zookeeper.znode.container.maxPerMinute", 10000)
+	perMinute, err := c.propInt("znode.container.maxPerMinute", 10000)
 	if err != nil {
 		return qc, nc, sc, err
 	}

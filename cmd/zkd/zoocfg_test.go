@@ -64,7 +64,7 @@ func TestParseZooCfg(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"SERVER_JVMFLAGS=-Xmx1g -Dzookeeper.znode.container.checkIntervalMs=100", "JVMFLAGS=-Dreadonlymode.enabled=true"}
+	env := []string{"SERVER_JVMFLAGS=-Xmx1g -Dznode.container.checkIntervalMs=100", "JVMFLAGS=-Dreadonlymode.enabled=true"}
 	c, err := parseZooCfg(cfg, env)
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +90,13 @@ func TestParseZooCfg(t *testing.T) {
 	if n, err := c.propInt("jute.maxbuffer", 0xfffff); err != nil || n != 4096 {
 		t.Errorf("jute.maxbuffer = %d, %v", n, err)
 	}
-	if n, err := c.propInt("zookeeper.znode.container.checkIntervalMs", 60000); err != nil || n != 100 {
+	if n, err := c.propInt("znode.container.checkIntervalMs", 60000); err != nil || n != 100 {
 		t.Errorf("checkIntervalMs from SERVER_JVMFLAGS = %d, %v", n, err)
+	}
+	// The zoo.cfg key form works too (it becomes zookeeper.<key>).
+	c.Props = map[string]string{"zookeeper.znode.container.checkIntervalMs": "250"}
+	if n, err := c.propInt("znode.container.checkIntervalMs", 60000); err != nil || n != 250 {
+		t.Errorf("checkIntervalMs from zoo.cfg = %d, %v", n, err)
 	}
 }
 
