@@ -1,0 +1,71 @@
+package diff
+
+import (
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+var (
+	flagSeeds  = flag.Int("seeds", 0, "run this many random seeds (from -seed0) instead of the fixed CI set")
+	flagSeed0  = flag.Uint64("seed0", 1000, "first seed of a -seeds run")
+	flagSteps  = flag.Int("steps", 60, "steps per script")
+	flagShrink = flag.Duration("shrink", 20*time.Second, "time budget for shrinking each difference")
+)
+
+// ciSeeds is the fixed set of seeds every `go test` runs.
+var ciSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+
+// serverOpts are the settings both servers run with: TTL nodes allowed,
+// and container/TTL sweeps pushed out of any test's lifetime so that they
+// never race the script.
+func startPair(t *testing.T) *Pair {
+	t.Helper()
+	const interval = "-Dznode.container.checkIntervalMs=86400000"
+	cfg := map[string]string{"extendedTypesEnabled": "true"}
+	zk := zkproc.StartZooKeeper(t, zkproc.Options{ExtraCfg: cfg, JVMFlags: []string{interval}})
+	zkd := zkproc.StartZkd(t, zkproc.Options{ExtraCfg: cfg, Env: []string{"SERVER_JVMFLAGS=" + interval}})
+	return &Pair{A: &Target{Name: "zkd", Addr: zkd.Addr}, B: &Target{Name: "zookeeper", Addr: zk.Addr}}
+}
+
+// TestIntegration_Differential runs seeded random scripts against zkd and
+// ZooKeeper 3.8 and fails with a shrunk script for every seed whose
+// replies or watch events differ.
+func TestIntegration_Differential(t *testing.T) {
+	if testing.Short() {
+		t.Skip("diff: integration test")
+	}
+	p := startPair(t)
+	seeds := ciSeeds
+	if *flagSeeds > 0 {
+		seeds = nil
+		for i := range *flagSeeds {
+			seeds = append(seeds, *flagSeed0+uint64(i))
+		}
+	}
+	passed, failed := 0, 0
+	for _, seed := range seeds {
+		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			s := Generate(seed, *flagSteps)
+			d, err := p.Check(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d == nil {
+				return
+			}
+			min, md := p.Minimize(s, d, *flagShrink)
+			t.Errorf("zkd and ZooKeeper 3.8 differ; minimal script (%d of %d steps):\n%s%s",
+				len(min.Ops), len(s.Ops), min, md.Format("zkd", "zookeeper"))
+		})
+		if ok {
+			passed++
+		} else {
+			failed++
+		}
+	}
+	t.Logf("%d passed, %d failed", passed, failed)
+}
