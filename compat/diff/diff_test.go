@@ -3,6 +3,7 @@ package diff
 import (
 	"flag"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,11 +11,23 @@ import (
 )
 
 var (
-	flagSeeds  = flag.Int("seeds", 0, "run this many random seeds (from -seed0) instead of the fixed CI set")
-	flagSeed0  = flag.Uint64("seed0", 1000, "first seed of a -seeds run")
-	flagSteps  = flag.Int("steps", 60, "steps per script")
-	flagShrink = flag.Duration("shrink", 20*time.Second, "time budget for shrinking each difference")
+	flagSeeds   = flag.Int("seeds", 0, "run this many random seeds (from -seed0) instead of the fixed CI set")
+	flagSeed0   = flag.Uint64("seed0", 1000, "first seed of a -seeds run")
+	flagSteps   = flag.Int("steps", 60, "steps per script")
+	flagShrink  = flag.Duration("shrink", 20*time.Second, "time budget for shrinking each difference")
+	flagShow    = flag.Bool("show", false, "log every script with its trace on both servers")
+	flagExclude = flag.String("exclude", "", "comma-separated step kinds to leave out of every script (e.g. checkWatches), to look past a known difference")
 )
+
+func exclude() []Kind {
+	var out []Kind
+	for k := range strings.SplitSeq(*flagExclude, ",") {
+		if k != "" {
+			out = append(out, Kind(k))
+		}
+	}
+	return out
+}
 
 // ciSeeds is the fixed set of seeds every `go test` runs.
 var ciSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
@@ -49,7 +62,18 @@ func TestIntegration_Differential(t *testing.T) {
 	passed, failed := 0, 0
 	for _, seed := range seeds {
 		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
-			s := Generate(seed, *flagSteps)
+			s := Generate(seed, *flagSteps).Without(exclude()...)
+			if *flagShow {
+				ta, err := p.A.Run(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				tb, err := p.B.Run(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("%s\nzkd:\n%s\nzookeeper:\n%s", s, ta, tb)
+			}
 			d, err := p.Check(s)
 			if err != nil {
 				t.Fatal(err)

@@ -1,6 +1,7 @@
 package diff
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -44,7 +45,22 @@ func (p *Pair) Minimize(s Script, d *Difference, budget time.Duration) (Script, 
 		last = cd
 		return true
 	}, budget)
-	if len(min.Ops) == len(s.Ops) {
+	// Then drop sub-operations of multis one at a time.
+	deadline := time.Now().Add(budget)
+	for i := 0; i < len(min.Ops) && time.Now().Before(deadline); i++ {
+		for j := 0; j < len(min.Ops[i].Sub) && len(min.Ops[i].Sub) > 1 && time.Now().Before(deadline); {
+			cand := min
+			cand.Ops = slices.Clone(min.Ops)
+			cand.Ops[i].Sub = slices.Delete(slices.Clone(min.Ops[i].Sub), j, j+1)
+			cd, err := p.Check(cand)
+			if err == nil && cd != nil && cd.Signature() == sig {
+				min, last = cand, cd
+				continue
+			}
+			j++
+		}
+	}
+	if last == d {
 		return s, d
 	}
 	// last is the difference of the last accepted candidate, which is min.

@@ -47,6 +47,19 @@ type Trace struct {
 	Sessions []string
 }
 
+// String renders the trace: numbered step outcomes, then each session's
+// events.
+func (t *Trace) String() string {
+	var b strings.Builder
+	for i, s := range t.Steps {
+		fmt.Fprintf(&b, "  %3d  %s\n", i, s)
+	}
+	for _, l := range t.Sessions {
+		fmt.Fprintf(&b, "  events %s: %s\n", l, strings.Join(t.Events[l], "; "))
+	}
+	return b.String()
+}
+
 // slot is one session slot during a run.
 type slot struct {
 	c     *zkwire.Client

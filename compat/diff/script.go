@@ -3,6 +3,7 @@ package diff
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 
 	"github.com/zkd/zkd/jute"
@@ -77,6 +78,20 @@ func Generate(seed uint64, n int) Script {
 	for i := range open {
 		open[i] = true
 	}
+	// Most steps name root/a, root/b and root/c or their children: create
+	// them first, mostly as plain persistent nodes.
+	for _, p := range []string{"a", "b", "c", "a/x"} {
+		if len(s.Ops) == n {
+			break
+		}
+		op := g.create()
+		op.Path = p
+		if r.IntN(3) > 0 {
+			op.Code, op.Mode, op.TTL, op.ACL = jute.OpCreate2, jute.ModePersistent, 0, worldAll
+		}
+		op.Session = r.IntN(s.Sessions)
+		s.Ops = append(s.Ops, op)
+	}
 	for len(s.Ops) < n {
 		slot := r.IntN(s.Sessions)
 		if !open[slot] {
@@ -98,21 +113,37 @@ type gen struct{ r *rand.Rand }
 
 func (g *gen) path() string { return paths[g.r.IntN(len(paths))] }
 
-// shallow picks mostly the paths that usually exist or can be created.
+// shallow picks mostly the paths that usually exist or can be created:
+// the root's children most often, then grandchildren, then the rest.
 func (g *gen) shallow() string {
-	if g.r.IntN(4) == 0 {
-		return g.path()
+	switch n := g.r.IntN(20); {
+	case n < 2:
+		return ""
+	case n < 11:
+		return paths[1+g.r.IntN(3)]
+	case n < 16:
+		return paths[4+g.r.IntN(3)]
 	}
-	return paths[g.r.IntN(8)]
+	return g.path()
+}
+
+// victim picks a path to delete: never the root, whose deletion would end
+// the interesting part of a script.
+func (g *gen) victim() string {
+	for {
+		if p := g.shallow(); p != "" {
+			return p
+		}
+	}
 }
 
 func (g *gen) version() int32 {
-	switch g.r.IntN(4) {
-	case 0:
+	switch g.r.IntN(6) {
+	case 0, 1, 2:
 		return -1
-	case 1:
+	case 3:
 		return 1
-	case 2:
+	case 4:
 		return 7
 	}
 	return 0
@@ -194,7 +225,7 @@ func (g *gen) op() Op {
 	case n < 22:
 		return g.create()
 	case n < 30:
-		return Op{Kind: KDelete, Path: g.shallow(), Version: g.version()}
+		return Op{Kind: KDelete, Path: g.victim(), Version: g.version()}
 	case n < 38:
 		return Op{Kind: KSetData, Path: g.shallow(), Data: g.data(), Version: g.version()}
 	case n < 42:
@@ -225,7 +256,7 @@ func (g *gen) op() Op {
 		return Op{Kind: KGetEphemerals, Path: []string{"", "a", "s"}[g.r.IntN(3)]}
 	case n < 88:
 		return Op{Kind: KAllChildren, Path: g.shallow()}
-	case n < 94:
+	case n < 98:
 		return Op{Kind: KAuth, Data: users[g.r.IntN(len(users))]}
 	default:
 		return Op{Kind: KClose}
@@ -243,7 +274,7 @@ func (g *gen) multi() Op {
 				sub.TTL = 60_000_000
 			}
 		case 2:
-			sub = Op{Kind: KDelete, Path: g.shallow(), Version: g.version()}
+			sub = Op{Kind: KDelete, Path: g.victim(), Version: g.version()}
 		case 3:
 			sub = Op{Kind: KSetData, Path: g.shallow(), Data: g.data(), Version: g.version()}
 		case 4:
@@ -264,6 +295,26 @@ func (g *gen) multiRead() Op {
 		}
 	}
 	return op
+}
+
+// Without returns s without the steps (and multi sub-operations) of the
+// given kinds, for long runs that look past a known difference.
+func (s Script) Without(kinds ...Kind) Script {
+	out := s
+	out.Ops = nil
+	for _, o := range s.Ops {
+		if slices.Contains(kinds, o.Kind) {
+			continue
+		}
+		if len(o.Sub) > 0 {
+			o.Sub = slices.DeleteFunc(slices.Clone(o.Sub), func(x Op) bool { return slices.Contains(kinds, x.Kind) })
+			if len(o.Sub) == 0 {
+				continue
+			}
+		}
+		out.Ops = append(out.Ops, o)
+	}
+	return out
 }
 
 // String renders the step as one readable line, e.g.
