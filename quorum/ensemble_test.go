@@ -495,3 +495,27 @@ func TestEnsembleReconfig(t *testing.T) {
 	}
 	c.WaitConverged(5 * time.Second)
 }
+
+// TestFiveMembersSurviveTwoLosses: a 5-member ensemble keeps taking
+// writes with its leader and another member down, and refuses them (no
+// quorum) with a third down.
+func TestFiveMembersSurviveTwoLosses(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{Members: 5, TickTime: 50 * time.Millisecond})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	c.Stop(l)
+	c.Stop(follower(c, l))
+	c.WaitLeader(5 * time.Second)
+	m := c.Member(follower(c, -1))
+	sess := newSession(t, m, 10000)
+	if res := wait(t, create(m, sess, "/five", "")); res.Err != nil {
+		t.Fatalf("write with 3 of 5: %v", res.Err)
+	}
+	c.Stop(c.WaitLeader(5 * time.Second))
+	m = c.Member(follower(c, -1))
+	m.Touch(sess)
+	if res := wait(t, create(m, sess, "/two-of-five", "")); res.Err == nil {
+		t.Fatal("write acknowledged by 2 of 5 members")
+	}
+	c.WaitFor("minority stops serving", 5*time.Second, func() bool { return !m.Serving() })
+}
