@@ -3,6 +3,7 @@ package diff
 import (
 	"fmt"
 	"math/rand/v2"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -297,17 +298,21 @@ func (g *gen) multiRead() Op {
 	return op
 }
 
-// Without returns s without the steps (and multi sub-operations) of the
-// given kinds, for long runs that look past a known difference.
-func (s Script) Without(kinds ...Kind) Script {
+// Without returns s without the steps and multi sub-operations whose
+// rendering (Op.String without the session) matches re, for long runs that
+// look past a known difference.
+func (s Script) Without(re *regexp.Regexp) Script {
+	if re == nil {
+		return s
+	}
 	out := s
 	out.Ops = nil
 	for _, o := range s.Ops {
-		if slices.Contains(kinds, o.Kind) {
+		if re.MatchString(o.body()) {
 			continue
 		}
 		if len(o.Sub) > 0 {
-			o.Sub = slices.DeleteFunc(slices.Clone(o.Sub), func(x Op) bool { return slices.Contains(kinds, x.Kind) })
+			o.Sub = slices.DeleteFunc(slices.Clone(o.Sub), func(x Op) bool { return re.MatchString(x.body()) })
 			if len(o.Sub) == 0 {
 				continue
 			}
