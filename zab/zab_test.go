@@ -326,3 +326,77 @@ func TestNodeRestartFromSnapshotAndTail(t *testing.T) {
 		t.Fatal("session lost")
 	}
 }
+
+// TestFSMRestoresVersion1Snapshot: snapshots written before the applied
+// index was recorded still restore.
+func TestFSMRestoresVersion1Snapshot(t *testing.T) {
+	a := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	applyAll(t, a, script(), 2)
+	v2 := snapshotBytes(t, a)
+	if a.applied.Load() == 0 || string(v2[:8]) != snapshotMagic {
+		t.Fatalf("applied index %d, magic %q", a.applied.Load(), v2[:8])
+	}
+	v1 := append([]byte(snapshotMagicV1), v2[16:]...)
+	b := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	if err := b.Restore(nopCloser{bytes.NewReader(v1)}); err != nil {
+		t.Fatal(err)
+	}
+	if b.tree.Load().Digest() != a.tree.Load().Digest() || b.applied.Load() != 0 {
+		t.Fatalf("v1 restore: digest %x vs %x, applied %d", b.tree.Load().Digest(), a.tree.Load().Digest(), b.applied.Load())
+	}
+	c := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	if err := c.Restore(nopCloser{bytes.NewReader(v2)}); err != nil || c.applied.Load() != a.applied.Load() {
+		t.Fatalf("v2 restore: applied %d, want %d (%v)", c.applied.Load(), a.applied.Load(), err)
+	}
+}
+
+// TestNodeForwardedRequests: a request proposed for another origin does
+// not complete this member's futures; one proposed with this member's
+// BootID and a registered seq completes it on apply; Fail completes a
+// registered future once.
+func TestNodeForwardedRequests(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	defer n.Close()
+	sess := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait().SessionID
+	create := func(p string) *Request {
+		return &Request{Op: jute.OpCreate, SessionID: sess, Body: jute.Encode(&jute.CreateRequest{Path: p,
+			Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})}
+	}
+	seq, f := n.Register()
+	if err := n.SubmitFor(n.BootID()+2, seq, create("/other"))(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SubmitFor(n.BootID(), seq, create("/mine"))(); err != nil {
+		t.Fatal(err)
+	}
+	res := f.Wait()
+	if res.Err != nil || res.Resp.(*jute.CreateResponse).Path != "/mine" {
+		t.Fatalf("forwarded result %+v", res)
+	}
+	if n.AppliedIndex() == 0 {
+		t.Fatal("applied index not recorded")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	idx, err := n.SyncIndex(ctx)
+	if err != nil || idx == 0 {
+		t.Fatalf("SyncIndex %d, %v", idx, err)
+	}
+	if err := n.WaitApplied(ctx, idx); err != nil {
+		t.Fatal(err)
+	}
+	seq2, f2 := n.Register()
+	n.Fail(seq2, ErrNotLeader)
+	n.Fail(seq2, ErrStopped)
+	if r := f2.Wait(); !errors.Is(r.Err, ErrNotLeader) {
+		t.Fatalf("failed future: %v", r.Err)
+	}
+	// Standalone, reconfig is unimplemented, as in ZooKeeper.
+	r := n.Submit(&Request{Op: jute.OpReconfig, SessionID: sess, Body: jute.Encode(&jute.ReconfigRequest{LeavingServers: "2", CurConfigId: -1})}).Wait()
+	if !errors.Is(r.Err, jute.CodeUnimplemented) {
+		t.Fatalf("standalone reconfig: %v, want Unimplemented", r.Err)
+	}
+	if n.Mode() != "standalone" || !n.Standalone() || !n.IsLeader() {
+		t.Fatalf("mode %q standalone %v leader %v", n.Mode(), n.Standalone(), n.IsLeader())
+	}
+}
