@@ -1,0 +1,40 @@
+// Package zkclish drives Debian's zkCli.sh (ZooKeeper 3.8's command-line
+// shell, org.apache.zookeeper.ZooKeeperMain) against real zkd processes and,
+// side by side, against a real ZooKeeper 3.8, and compares what a user sees.
+//
+// Every scenario is a zkCli script (commands piped on stdin, as in
+// `zkCli.sh -server host:port < script`) or a single command given on the
+// command line. The same script runs against both servers; the combined
+// stdout and stderr of each run is normalized and the two are compared line
+// by line, together with the exit codes. The tests also assert the key facts
+// directly on zkd's output (sequential names, Stat fields, the session that
+// owns an ephemeral, ACLs, watch events), so a fact both servers got wrong
+// the same way would still fail.
+//
+// Normalization (see normalize) masks only what legitimately differs
+// between two servers or two runs:
+//
+//   - zxids (cZxid, mZxid, pZxid): each distinct value becomes <zxid#N>,
+//     numbered by first appearance, so equal zxids stay equal and distinct
+//     ones stay distinct;
+//   - ctime and mtime: <time>, except the epoch (the zero time of
+//     /zookeeper), which is kept;
+//   - ephemeralOwner: the session of the script's own zkCli (read from the
+//     server's `cons` 4-letter word) becomes <self#N>; any other non-zero
+//     owner <session#N>; 0x0 is kept;
+//   - the server address in "Connecting to host:port".
+//
+// Filtered, because they depend on thread scheduling or on the JVM's
+// installation rather than on the server: SLF4J/log4j/JVM warning lines;
+// the "WATCHER::" and "WatchedEvent …" lines of the watcher thread, which
+// interleave with command output at arbitrary points (the WatchedEvent
+// lines are extracted and compared separately, in their own order, which
+// the single event thread keeps; connection-state events, type:None, are
+// dropped because the final Closed event races System.exit); and blank
+// lines, which the watcher thread prints with every event.
+//
+// The tests are named TestIntegration_* so that `go test -skip Integration`
+// leaves only the unit tests of the normalizer. Without Debian's zookeeper
+// package they skip, or fail under CI=true, naming `apt-get install -y
+// zookeeper`.
+package zkclish

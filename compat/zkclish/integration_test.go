@@ -1,0 +1,512 @@
+package zkclish
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+// digest is the id of a digest ACL for user:password.
+func digest(userPassword string) string {
+	user, _, _ := strings.Cut(userPassword, ":")
+	sum := sha1.Sum([]byte(userPassword))
+	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// TestIntegration_CreateEphemeralSequential: create -e -s names children
+// with the parent's cversion, get -s reports the owner session and the
+// data length, and a closed session takes its ephemerals with it.
+func TestIntegration_CreateEphemeralSequential(t *testing.T) {
+	p := startPair(t, zkproc.Options{})
+
+	const first = `create /x
+create -e -s /x/n- hello
+create -e -s /x/n- world
+create -s /x/p- persistent
+create -e /x/e
+ls /x
+get -s /x/n-0000000000
+#wait numChildren = 0
+#session
+stat /x
+ls -s /x
+getEphemerals /x
+getEphemerals
+create -e -s /x/n- again
+create /x/n-0000000000/child
+create -e -s /x/n-
+create -e /x/e
+ls /x
+quit
+`
+	zkd, zk := both(p, first)
+	out := compare(t, "first session", zkd, zk)
+	wantInOrder(t, "first session", out.Lines,
+		"Created /x",
+		"Created /x/n-0000000000",
+		"Created /x/n-0000000001",
+		"Created /x/p-0000000002",
+		"Created /x/e",
+		"[e, n-0000000000, n-0000000001, p-0000000002]",
+		"hello",
+		"[/x/e, /x/n-0000000000, /x/n-0000000001]",
+		"Created /x/n-0000000004",
+		"Ephemerals cannot have children: /x/n-0000000000/child",
+		"Created /x/n-0000000005",
+		"Node already exists: /x/e",
+		"[e, n-0000000000, n-0000000001, n-0000000004, n-0000000005, p-0000000002]",
+	)
+	if len(zkd.Sessions) != 1 {
+		t.Fatalf("zkd cons showed sessions %v while one zkCli was connected", zkd.Sessions)
+	}
+	st := statBlock(out.Lines, "hello")
+	want := map[string]string{
+		"ephemeralOwner": "<self#1>", // the zkCli's own session, from cons
+		"dataLength":     "5",
+		"dataVersion":    "0",
+		"cversion":       "0",
+		"aclVersion":     "0",
+		"numChildren":    "0",
+		"cZxid":          st["mZxid"],
+		"pZxid":          st["cZxid"],
+	}
+	if st == nil {
+		t.Fatalf("zkd: no Stat after get -s /x/n-0000000000:\n%s", strings.Join(out.Lines, "\n"))
+	}
+	for k, v := range want {
+		if st[k] != v {
+			t.Errorf("zkd: get -s /x/n-0000000000: %s = %s, want %s (raw owner session %v)", k, st[k], v, zkd.Sessions)
+		}
+	}
+	if !strings.Contains(zkd.Out, "ephemeralOwner = "+zkd.Sessions[0]) {
+		t.Errorf("zkd: get -s does not print ephemeralOwner = %s (the session from cons)", zkd.Sessions[0])
+	}
+	// stat /x after four creates.
+	if st := statBlock(out.Lines, "[e, n-0000000000, n-0000000001, p-0000000002]"); st == nil ||
+		st["cversion"] != "4" || st["numChildren"] != "4" || st["ephemeralOwner"] != "0x0" {
+		t.Errorf("zkd: stat /x after four creates: %v", st)
+	}
+
+	// A new zkCli: the first session closed at quit, its ephemerals went
+	// with it (5 deletes: cversion 6 + 5 = 11), persistent ones stay. The
+	// next sequential name is 6, not 11: ZooKeeper 3.8 (checked against the
+	// real server) does not advance the sequence for the deletes of a
+	// closed session, and zkd agrees.
+	const second = `ls /x
+stat /x
+create -e -s /x/n- again
+getEphemerals /x
+get -s /x/p-0000000002
+`
+	zkd, zk = both(p, second)
+	out = compare(t, "second session", zkd, zk)
+	wantInOrder(t, "second session", out.Lines,
+		"[p-0000000002]",
+		"cversion = 11",
+		"numChildren = 1",
+		"Created /x/n-0000000006",
+		"[/x/n-0000000006]",
+		"persistent",
+		"ephemeralOwner = 0x0",
+		"dataLength = 10",
+	)
+	if zkd.Code != 0 {
+		t.Errorf("zkd: exit code %d after a script of successes, want 0", zkd.Code)
+	}
+}
+
+// TestIntegration_SetStatDelete: set with and without versions, stat,
+// delete with versions, deleteall of a tree.
+func TestIntegration_SetStatDelete(t *testing.T) {
+	p := startPair(t, zkproc.Options{})
+	const script = `create /d v0
+set /d v1
+set -v 1 /d v2
+set -v 1 /d v3
+set -s /d v4444
+get -s /d
+stat /d
+stat /missing
+set /missing x
+get -s /missing
+delete -v 9 /d
+create /d/c1
+create /d/c2
+delete /d
+delete /d/c1
+stat /d
+delete -v 3 /d
+delete /d/c2
+delete -v 2 /d
+delete -v 3 /d
+stat /d
+delete /d
+create /t
+create /t/a
+create /t/a/b
+create /t/a/b/c data
+create /t/d
+create /t/e
+ls -R /t
+deleteall -b 2 /t
+stat /t
+deleteall /missing
+create /t2
+create /t2/x
+deleteall /t2
+ls /
+create /z
+set /z ""
+get -s /z
+set /z "two words"
+get /z
+delete /zookeeper
+deleteall /zookeeper/quota
+ls /zookeeper
+`
+	zkd, zk := both(p, script)
+	out := compare(t, "set/stat/delete", zkd, zk)
+	wantInOrder(t, "set/stat/delete", out.Lines,
+		"Created /d",
+		"version No is not valid : /d",
+		"dataVersion = 3", // set -s
+		"dataLength = 5",
+		"v4444", // get -s
+		"Node does not exist: /missing",
+		"Node does not exist: /missing",
+		"Node does not exist: /missing",
+		"version No is not valid : /d",
+		"Node not empty: /d",
+		"numChildren = 1",
+		"Node not empty: /d",
+		"version No is not valid : /d",
+		"Node does not exist: /d",
+		"/t", "/t/a", "/t/d", "/t/e", "/t/a/b", "/t/a/b/c",
+		"Node does not exist: /t",
+		"[zookeeper]",
+		"Created /z",
+		"dataLength = 0",
+		"two words",
+		"Arguments are not valid : /zookeeper",
+		"[config, quota]",
+	)
+	if st := statBlock(out.Lines, "v4444"); st == nil || st["dataVersion"] != "3" || st["dataLength"] != "5" || st["cZxid"] == st["mZxid"] {
+		t.Errorf("zkd: get -s /d after three sets: %v", st)
+	}
+}
+
+// TestIntegration_ACLAuth: getAcl, setAcl (world, auth, digest, ip, with
+// versions and -s), addauth in the owner's session and in others, and the
+// super user.
+func TestIntegration_ACLAuth(t *testing.T) {
+	opts := zkproc.Options{ExtraCfg: map[string]string{
+		"DigestAuthenticationProvider.superDigest": digest("super:superpw"),
+	}}
+	p := startPair(t, opts)
+	owner := `create /open data
+getAcl /open
+getAcl -s /open
+setAcl /open world:anyone:r
+getAcl /open
+set /open x
+setAcl /open world:anyone:cdrwa
+create /w x world:anyone:w
+getAcl /w
+get /w
+set /w y
+setAcl /noauth world:anyone:r
+create /nope x auth::cdrwa
+addauth digest alice:secret
+create /priv secret auth::cdrwa
+getAcl /priv
+get -s /priv
+create /dg d digest:` + digest("bob:pw") + `:r
+getAcl /dg
+get /dg
+setAcl -v 5 /priv auth::cdrwa
+setAcl -v 0 /priv auth::rwa,world:anyone:r
+setAcl -s /priv auth::cdrwa,world:anyone:r
+getAcl -s /priv
+create /ip x ip:127.0.0.1:cdrwa
+get /ip
+getAcl /ip
+create /ip2 x ip:10.1.2.3:cdrwa
+get /ip2
+create /bad x foo:bar:cdrwa
+create /bad2 x world:anyone:q
+create /tree t
+create /tree/a a
+setAcl -R /tree world:anyone:rw
+getAcl /tree/a
+whoami
+`
+	zkd, zk := both(p, owner)
+	out := compare(t, "owner", zkd, zk)
+	alice := digest("alice:secret")
+	wantInOrder(t, "owner", out.Lines,
+		"Created /open",
+		"'world,'anyone", ": cdrwa",
+		"'world,'anyone", ": r",
+		"Insufficient permission : /open",
+		"Insufficient permission : /open",
+		"Created /w",
+		"Insufficient permission : /w",
+		"Insufficient permission : /w",
+		"Node does not exist: /noauth",
+		"Created /priv",
+		"'digest,'"+alice, ": cdrwa",
+		"secret",
+		"aclVersion = 0",
+		"Created /dg",
+		"Insufficient permission : /dg", // bob's r only: alice may not read the ACL
+		"Insufficient permission : /dg",
+		"version No is not valid : /priv",
+		"aclVersion = 2",
+		"Created /ip",
+		"x",
+		"'ip,'127.0.0.1", ": cdrwa",
+		"Created /ip2",
+		"Insufficient permission : /ip2",
+		"'world,'anyone", ": rw",
+		"digest: alice",
+	)
+
+	// Another session sees the ACLs; wrong credentials do not open them.
+	other := `get /priv
+getAcl /priv
+addauth digest alice:wrong
+get /priv
+set /priv y
+addauth digest bob:pw
+get /dg
+set /dg z
+addauth digest alice:secret
+set /priv changed
+get /priv
+whoami
+`
+	zkd, zk = both(p, other)
+	out = compare(t, "other", zkd, zk)
+	wantInOrder(t, "other", out.Lines,
+		"secret",
+		"'digest,'alice:x", ": cdrwa", // the digest is hidden from a caller without ADMIN
+		"'world,'anyone", ": r",
+		"secret",
+		"Insufficient permission : /priv",
+		"d",
+		"Insufficient permission : /dg",
+		"changed",
+		"Auth scheme: User",
+		"digest: alice", // alice:wrong also authenticates as alice, without rights
+		"digest: alice",
+		"digest: bob",
+		"ip: 127.0.0.1",
+	)
+
+	// The super user passes every ACL check.
+	super := `get /w
+get /dg
+setAcl /open world:anyone:cdrwa
+getAcl /open
+set /dg super
+get /dg
+whoami
+`
+	zkd, zk = both(p, super)
+	out = compare(t, "no super yet", zkd, zk)
+	wantInOrder(t, "no super yet", out.Lines,
+		"Insufficient permission : /w", // write-only
+		"Insufficient permission : /dg",
+		"Insufficient permission : /open",
+		"Insufficient permission : /dg",
+		"Insufficient permission : /dg",
+	)
+	zkd, zk = both(p, "addauth digest super:superpw\n"+super)
+	out = compare(t, "super", zkd, zk)
+	wantInOrder(t, "super", out.Lines,
+		"y", "d",
+		"'world,'anyone", ": cdrwa",
+		"super",
+		"Auth scheme: User",
+		"digest: super",
+		"ip: 127.0.0.1",
+		"super: ",
+	)
+	for _, l := range out.Lines {
+		if strings.HasPrefix(l, "Insufficient permission") {
+			t.Errorf("zkd: super user was refused: %s", l)
+		}
+	}
+}
+
+// TestIntegration_Watches: get -w, ls -w, stat -w, addWatch in both
+// modes, removewatches and printwatches, each event waited for before the
+// script goes on.
+func TestIntegration_Watches(t *testing.T) {
+	p := startPair(t, zkproc.Options{})
+	const script = `create /w v0
+get -w /w
+set /w v1
+#wait type:NodeDataChanged path:/w
+ls -w /w
+create /w/c
+#wait type:NodeChildrenChanged path:/w
+stat -w /nope
+create /nope
+#wait type:NodeCreated path:/nope
+stat -w /nope
+delete /nope
+#wait type:NodeDeleted path:/nope
+addWatch -m PERSISTENT_RECURSIVE /r
+create /r
+create /r/a
+set /r/a 1
+delete /r/a
+#wait type:NodeDeleted path:/r/a
+addWatch -m PERSISTENT /p
+create /p
+create /p/c
+set /p x
+#wait type:NodeDataChanged path:/p
+removewatches /r
+#wait type:PersistentWatchRemoved path:/r
+create /r/b
+removewatches /nowatch
+get -w /w
+removewatches /w -d
+#wait type:DataWatchRemoved path:/w
+ls -w /w
+removewatches /w -c
+#wait type:ChildWatchRemoved path:/w
+printwatches off
+get -w /w
+set /w v2
+sync /w
+printwatches on
+get /w
+get -w /w
+set /w v3
+#wait type:NodeDataChanged path:/w
+`
+	zkd, zk := both(p, script)
+	out := compare(t, "watches", zkd, zk)
+	wantInOrder(t, "watches", out.Events,
+		"WatchedEvent state:SyncConnected type:NodeDataChanged path:/w",
+		"WatchedEvent state:SyncConnected type:NodeChildrenChanged path:/w",
+		"WatchedEvent state:SyncConnected type:NodeCreated path:/nope",
+		"WatchedEvent state:SyncConnected type:NodeDeleted path:/nope",
+		"WatchedEvent state:SyncConnected type:NodeCreated path:/r",
+		"WatchedEvent state:SyncConnected type:NodeCreated path:/r/a",
+		"WatchedEvent state:SyncConnected type:NodeDataChanged path:/r/a",
+		"WatchedEvent state:SyncConnected type:NodeDeleted path:/r/a",
+		"WatchedEvent state:SyncConnected type:NodeCreated path:/p",
+		"WatchedEvent state:SyncConnected type:NodeChildrenChanged path:/p",
+		"WatchedEvent state:SyncConnected type:NodeDataChanged path:/p",
+		"WatchedEvent state:SyncConnected type:PersistentWatchRemoved path:/r",
+		"WatchedEvent state:SyncConnected type:DataWatchRemoved path:/w",
+		"WatchedEvent state:SyncConnected type:ChildWatchRemoved path:/w",
+		"WatchedEvent state:SyncConnected type:NodeDataChanged path:/w",
+	)
+	for _, e := range out.Events {
+		if strings.Contains(e, "/r/b") {
+			t.Errorf("zkd: event after removewatches /r: %s", e)
+		}
+	}
+	wantInOrder(t, "watches", out.Lines, "v0", "[]", "v2")
+}
+
+// TestIntegration_CommandLine: one command per JVM, given as arguments,
+// and the exit codes zkCli derives from the outcome.
+func TestIntegration_CommandLine(t *testing.T) {
+	p := startPair(t, zkproc.Options{})
+	cases := []struct {
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{[]string{"create", "/cl", "data"}, 0, []string{"Created /cl"}},
+		{[]string{"create", "-e", "-s", "/cl/n-"}, 0, []string{"Created /cl/n-0000000000"}},
+		// zkCli exits without closing its session after a command given
+		// as arguments, so the ephemeral stays until the session expires.
+		{[]string{"get", "-s", "/cl"}, 0, []string{"data", "cversion = 1", "dataLength = 4", "numChildren = 1"}},
+		{[]string{"ls", "/cl"}, 0, []string{"[n-0000000000]"}},
+		{[]string{"get", "-s", "/cl/n-0000000000"}, 0, []string{"ephemeralOwner = <session#1>", "dataLength = 0"}},
+		{[]string{"get", "/missing"}, 1, []string{"Node does not exist: /missing"}},
+		{[]string{"set", "-v", "7", "/cl", "x"}, 1, []string{"version No is not valid : /cl"}},
+		{[]string{"create", "/cl"}, 1, []string{"Node already exists: /cl"}},
+		{[]string{"get"}, 1, []string{"get [-s] [-w] path"}},
+		{[]string{"bogus"}, 127, []string{"Command not found: Command not found bogus"}},
+		{[]string{"delete", "/cl"}, 1, []string{"Node not empty: /cl"}},
+		{[]string{"deleteall", "/cl"}, 0, nil},
+		{[]string{"stat", "/cl"}, 1, []string{"Node does not exist: /cl"}},
+	}
+	for _, c := range cases {
+		what := strings.Join(c.args, " ")
+		zkd, zk := both(p, "", c.args...)
+		out := compare(t, what, zkd, zk)
+		if zkd.Code != c.wantCode {
+			t.Errorf("zkd: zkCli %s: exit code %d, want %d", what, zkd.Code, c.wantCode)
+		}
+		wantInOrder(t, what, out.Lines, c.want...)
+	}
+}
+
+// TestIntegration_Scripted: a long script piped on stdin in one go (no
+// waits), with failures in the middle, history, redo, close and connect;
+// the exit code follows the last command.
+func TestIntegration_Scripted(t *testing.T) {
+	p := startPair(t, zkproc.Options{})
+	const script = `create /s a
+create /s b
+create /s/one 1
+create /s/two 2
+ls /s
+get /s/none
+history
+redo 4
+set /s/one 11
+get /s/one
+ls -s /s
+getAllChildrenNumber /s
+getAllChildrenNumber /
+sync /s
+close
+connect {addr}
+ls /s
+create -c /s/cont
+create -c /s/cont/k
+ls /s/cont
+setquota -n 5 /s
+listquota /s
+delquota /s
+listquota /s
+config
+version
+`
+	zkd, zk := both(p, script+"get /s/none\n")
+	out := compare(t, "ending in failure", zkd, zk)
+	wantInOrder(t, "ending in failure", out.Lines,
+		"Created /s",
+		"Node already exists: /s",
+		"[one, two]",
+		"Node does not exist: /s/none",
+		"11",
+		"numChildren = 2",
+		"2",
+		"Sync is OK",
+		"[one, two]",
+		"Created /s/cont",
+		"[k]",
+		"Node does not exist: /s/none",
+	)
+	if zkd.Code != 1 {
+		t.Errorf("zkd: script ending in a failed command exits %d, want 1", zkd.Code)
+	}
+	zkd, zk = both(p, "get /s/none\nls /s\nquit\n")
+	compare(t, "failure then quit", zkd, zk)
+	zkd, zk = both(p, "get /s/none\nls /s\n")
+	compare(t, "failure then success", zkd, zk)
+}
