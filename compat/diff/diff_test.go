@@ -13,8 +13,9 @@ import (
 var (
 	flagSeeds   = flag.Int("seeds", 0, "run this many random seeds (from -seed0) instead of the fixed CI set")
 	flagSeed0   = flag.Uint64("seed0", 1000, "first seed of a -seeds run")
-	flagSteps   = flag.Int("steps", 60, "steps per script")
-	flagShrink  = flag.Duration("shrink", 20*time.Second, "time budget for shrinking each difference")
+	flagSteps   = flag.Int("steps", 80, "steps per script")
+	flagShrink  = flag.Duration("shrink", 15*time.Second, "time budget for shrinking each difference")
+	flagShrinkT = flag.Duration("shrinktotal", 40*time.Second, "time budget for shrinking in the whole run; later differences are reported unshrunk")
 	flagShow    = flag.Bool("show", false, "log every script with its trace on both servers")
 	flagExclude = flag.String("exclude", "", "regexp: leave the steps and multi sub-operations whose rendering matches out of every script (e.g. '^checkWatches'), to look past a known difference")
 )
@@ -31,7 +32,7 @@ func exclude(t *testing.T) *regexp.Regexp {
 }
 
 // ciSeeds is the fixed set of seeds every `go test` runs.
-var ciSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
+var ciSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
 
 // serverOpts are the settings both servers run with: TTL nodes allowed,
 // and container/TTL sweeps pushed out of any test's lifetime so that they
@@ -49,9 +50,6 @@ func startPair(t *testing.T) *Pair {
 // ZooKeeper 3.8 and fails with a shrunk script for every seed whose
 // replies or watch events differ.
 func TestIntegration_Differential(t *testing.T) {
-	if testing.Short() {
-		t.Skip("diff: integration test")
-	}
 	p := startPair(t)
 	seeds := ciSeeds
 	if *flagSeeds > 0 {
@@ -61,6 +59,7 @@ func TestIntegration_Differential(t *testing.T) {
 		}
 	}
 	passed, failed := 0, 0
+	shrinkEnd := time.Now().Add(*flagShrinkT)
 	for _, seed := range seeds {
 		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			s := Generate(seed, *flagSteps).Without(exclude(t))
@@ -82,7 +81,11 @@ func TestIntegration_Differential(t *testing.T) {
 			if d == nil {
 				return
 			}
-			min, md := p.Minimize(s, d, *flagShrink)
+			budget := min(*flagShrink, time.Until(shrinkEnd))
+			if budget < 0 {
+				budget = 0
+			}
+			min, md := p.Minimize(s, d, budget)
 			t.Errorf("zkd and ZooKeeper 3.8 differ; minimal script (%d of %d steps):\n%s%s",
 				len(min.Ops), len(s.Ops), min, md.Format("zkd", "zookeeper"))
 		})
@@ -93,4 +96,32 @@ func TestIntegration_Differential(t *testing.T) {
 		}
 	}
 	t.Logf("%d passed, %d failed", passed, failed)
+}
+
+// TestIntegration_DifferentialRepeatable runs the same scripts twice on each
+// server and expects identical traces: the normalization must hide every
+// absolute value (zxids, times, session ids, the run's root) and every
+// ordering the servers do not promise, or the differential test would
+// report noise.
+func TestIntegration_DifferentialRepeatable(t *testing.T) {
+	p := startPair(t)
+	for _, tg := range []*Target{p.A, p.B} {
+		for _, seed := range []uint64{101, 102, 103} {
+			s := Generate(seed, 60)
+			// One after the other: concurrent runs on one server would
+			// interleave their zxids.
+			t1, err := tg.Run(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t2, err := tg.Run(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := Compare(s, t1, t2)
+			if d != nil {
+				t.Errorf("%s: seed %d differs from itself:\n%s%s", tg.Name, seed, s, d.Format("run 1", "run 2"))
+			}
+		}
+	}
 }

@@ -1,0 +1,100 @@
+// Package diff is the differential tester of zkd against Apache ZooKeeper
+// 3.8: seeded random operation scripts run against both servers side by
+// side, and any difference in replies or watch events fails the test with
+// the shortest script that still shows it.
+//
+// # Scripts
+//
+// Generate(seed, n) builds a script of n steps over 2–4 session slots, all
+// open at the start. Steps are client requests sent on one slot and
+// awaited before the next step is sent, so both servers apply the same
+// requests in the same order: every create opcode (create, create2,
+// createContainer, createTTL) with every mode, including mismatched
+// opcode/mode pairs and bad TTLs; delete, setData and setACL with the right
+// version, a wrong one and -1; exists, getData, getChildren and
+// getChildren2 with and without a watch; getACL; multi mixing creates,
+// deletes, setData and check that succeed and fail; multiRead; sync;
+// addWatch persistent and persistent-recursive; checkWatches and
+// removeWatches of each WatcherType; getEphemerals; getAllChildrenNumber;
+// digest addAuth as one of three users; ACLs with the world, digest, auth
+// and ip schemes (and a few invalid ones); and closeSession followed later
+// by a new session in the same slot. Paths come from a small set under the
+// run's root (root, a, b, c, a/x, a/y, b/x, a/x/q, the first names of
+// root/s sequentials, a path under a missing parent) so that operations
+// collide; scripts start by creating a, b, c and a/x.
+//
+// # Runs
+//
+// Pair.Check runs one script on both servers at once. Each run works under
+// a fresh root znode (/diff<N>) so one server process serves every seed of
+// a test; the servers are started once per test by zkproc with
+// extendedTypesEnabled=true, and with the container/TTL sweep interval
+// (znode.container.checkIntervalMs) set to a day, so that no sweep races a
+// script: containers and TTL nodes are created, read and written, but their
+// time-based deletion is not compared.
+//
+// # What is compared
+//
+// A run is recorded as a Trace: one normalized line per step and, per
+// session, the list of watch events it received. Compared exactly: every
+// reply's error code (and, for multi, every result's type and code), created
+// paths (sequential suffixes included), data, ACL lists, child lists,
+// getEphemerals lists, getAllChildrenNumber counts, every Stat field, and
+// each session's events (type, state, path) in arrival order. Absolute
+// values are mapped before comparing:
+//
+//   - zxids (reply headers, czxid, mzxid, pzxid) become z1, z2, … in the
+//     order they first appear in the run, so equal zxids stay equal and a
+//     different numbering of the same history is no difference;
+//   - ephemeralOwner becomes the label of the script's session (S<slot>.<n>
+//     for the n-th session opened in a slot);
+//   - ctime and mtime are reduced to ZooKeeper's rules: both set, mtime
+//     equal to ctime while mzxid equals czxid, mtime never before ctime.
+//     Their millisecond values (and whether a write landed in the same
+//     millisecond as the create) are not compared;
+//   - the run's root becomes /R.
+//
+// # What is deliberately not compared
+//
+//   - Order of child lists and getEphemerals lists: ZooKeeper returns hash
+//     order, zkd sorted order; both are sorted before comparing.
+//   - Order of the watch events caused by one closeSession: ZooKeeper
+//     deletes a session's ephemerals in the iteration order of a hash set,
+//     so the events one close delivers to each session are compared as a
+//     set (the runner waits for every session before and after the close).
+//     All other events are compared in order.
+//   - Events a session receives after its own closeSession reply, and the
+//     reply header zxid of the internal round trips that make sure events
+//     have arrived.
+//   - Container and TTL expiry (time-based, see above), session expiry,
+//     reconnects and setWatches, reconfig, SASL, whoAmI: not generated.
+//
+// # Differences and shrinking
+//
+// Compare reports the first differing step, else the first session whose
+// events differ. Pair.Minimize then shrinks the script by delta debugging
+// (Shrink: remove chunks of steps, halving their size, then single steps;
+// then remove single sub-operations of multis), re-running both servers on
+// every candidate and keeping a candidate only if it still shows a
+// difference of the same Signature. The test prints the minimal script in
+// readable form and the two diverging replies.
+//
+// # Running
+//
+// `go test ./compat/diff` runs TestIntegration_Differential on a fixed set
+// of seeds, and TestIntegration_DifferentialRepeatable, which runs scripts
+// twice on the same server and expects identical traces (it fails if the
+// normalization leaks an absolute value or an unpromised ordering). A long
+// run: `go test ./compat/diff -run Differential -seeds=500 -steps=120`
+// (flags: -seeds, -seed0, -steps, -shrink, -shrinktotal, -show to log every
+// trace, -exclude=REGEXP to leave out steps matching a known difference,
+// e.g. -exclude='^checkWatches').
+//
+// Known differences the fixed seeds show (zkd is to be fixed, the test
+// stays failing until then) are listed in the integrator's report; the two
+// found first: checkWatches on a path watched only by another session
+// (ZooKeeper 3.8 answers OK, zkd NoWatcher), and a multi holding a
+// create/create2/createContainer with a TTL mode (5, 6), which ZooKeeper
+// refuses whole with MarshallingError (a ClassCastException inside the
+// server) while zkd answers the multi with a BadArguments result.
+package diff
