@@ -22,7 +22,10 @@
 //   - ephemeralOwner: the session of the script's own zkCli (read from the
 //     server's `cons` 4-letter word) becomes <self#N>; any other non-zero
 //     owner <session#N>; 0x0 is kept;
-//   - the server address in "Connecting to host:port".
+//   - the order of getEphemerals' paths and of whoami's ids, which
+//     ZooKeeper takes from hash sets: both are sorted;
+//   - the server address in "Connecting to host:port" and the ports of
+//     config's server.N lines (every run picks free ports);
 //
 // Filtered, because they depend on thread scheduling or on the JVM's
 // installation rather than on the server: SLF4J/log4j/JVM warning lines;

@@ -200,9 +200,15 @@ func sessionsOf(s *zkproc.Server) ([]string, error) {
 // both runs the same script with the same args against zkd and ZooKeeper
 // at once and returns the zkd run first.
 func both(p pair, script string, args ...string) (zkd, zk cliRun) {
+	return bothOn(p.zkd, p.zk, script, args...)
+}
+
+// bothOn is both for a given zkd server and ZooKeeper server, e.g. the
+// same member of two ensembles.
+func bothOn(zkdServer, zkServer *zkproc.Server, script string, args ...string) (zkd, zk cliRun) {
 	var wg sync.WaitGroup
-	wg.Go(func() { zkd = runCli(p.zkd, script, args...) })
-	wg.Go(func() { zk = runCli(p.zk, script, args...) })
+	wg.Go(func() { zkd = runCli(zkdServer, script, args...) })
+	wg.Go(func() { zk = runCli(zkServer, script, args...) })
 	wg.Wait()
 	return zkd, zk
 }
@@ -228,6 +234,8 @@ var (
 	timeRE      = regexp.MustCompile(`^([cm]time) = (.+)$`)
 	ownerRE     = regexp.MustCompile(`^ephemeralOwner = (0x[0-9a-f]+)$`)
 	connectRE   = regexp.MustCompile(`^Connecting to \S+$`)
+	memberRE    = regexp.MustCompile(`^server\.\d+=`)
+	portRE      = regexp.MustCompile(`:\d+`)
 	epochString = "Thu Jan 01 00:00:00 UTC 1970"
 )
 
@@ -256,6 +264,8 @@ func normalize(out string, sessions []string) normalized {
 		switch {
 		case connectRE.MatchString(line):
 			line = "Connecting to <server>"
+		case memberRE.MatchString(line):
+			line = portRE.ReplaceAllString(line, ":<port>")
 		case zxidRE.MatchString(line):
 			m := zxidRE.FindStringSubmatch(line)
 			v := canonHex(m[2])

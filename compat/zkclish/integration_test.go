@@ -3,6 +3,7 @@ package zkclish
 import (
 	"crypto/sha1"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -509,4 +510,69 @@ version
 	compare(t, "failure then quit", zkd, zk)
 	zkd, zk = both(p, "get /s/none\nls /s\n")
 	compare(t, "failure then success", zkd, zk)
+}
+
+// TestIntegration_Ensemble: zkCli against single members of a three-member
+// zkd ensemble and of a three-member ZooKeeper ensemble. Writes through one
+// member are read through the others, an ephemeral left by a command-line
+// zkCli (which exits without closing its session) shows its owner on every
+// member, and config prints the membership.
+func TestIntegration_Ensemble(t *testing.T) {
+	requireZkCli(t)
+	zkds := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{})
+	zks := zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{})
+
+	const write = `create /e data
+create -s /e/p- one
+create -s /e/p- two
+set /e data2
+addauth digest alice:secret
+create /e/priv secret auth::cdrwa
+`
+	zkd, zk := bothOn(zkds[0], zks[0], write)
+	out := compare(t, "write on member 1", zkd, zk)
+	wantInOrder(t, "write on member 1", out.Lines,
+		"Created /e", "Created /e/p-0000000000", "Created /e/p-0000000001", "Created /e/priv")
+
+	zkd, zk = bothOn(zkds[1], zks[1], "", "create", "-e", "-s", "/e/eph-", "x")
+	out = compare(t, "ephemeral on member 2", zkd, zk)
+	wantInOrder(t, "ephemeral on member 2", out.Lines, "Created /e/eph-0000000003")
+
+	const read = `sync /e
+ls /e
+get -s /e
+get -s /e/eph-0000000003
+get /e/priv
+getAcl /e/priv
+addauth digest alice:secret
+get /e/priv
+`
+	for i := range 3 {
+		what := "read on member " + string(rune('1'+i))
+		zkd, zk = bothOn(zkds[i], zks[i], read)
+		out = compare(t, what, zkd, zk)
+		wantInOrder(t, what, out.Lines,
+			"Sync is OK",
+			"[eph-0000000003, p-0000000000, p-0000000001, priv]",
+			"data2",
+			"dataVersion = 1",
+			"x",
+			"ephemeralOwner = <session#1>", // the member-2 session, still alive
+			"Insufficient permission : /e/priv",
+			"Insufficient permission : /e/priv", // getAcl needs READ or ADMIN
+			"secret",
+		)
+	}
+	zkd, zk = bothOn(zkds[2], zks[2], "delete /e/p-0000000000\ndelete /e/eph-0000000003\n")
+	compare(t, "delete on member 3", zkd, zk)
+	zkd, zk = bothOn(zkds[0], zks[0], "sync /e\nls -s /e\n")
+	out = compare(t, "list on member 1", zkd, zk)
+	wantInOrder(t, "list on member 1", out.Lines, "[p-0000000001, priv]", "cversion = 6", "numChildren = 2")
+	zkd, zk = bothOn(zkds[2], zks[2], "config\n")
+	out = compare(t, "config on member 3", zkd, zk)
+	for _, m := range zkds {
+		if !strings.Contains(zkd.Out, fmt.Sprintf(";127.0.0.1:%d", m.Port)) {
+			t.Errorf("zkd: config on member 3 lacks member on client port %d:\n%s", m.Port, strings.Join(out.Lines, "\n"))
+		}
+	}
 }

@@ -37,6 +37,11 @@ func TestNormalize(t *testing.T) {
 				"cZxid = 0x0", "mZxid = <zxid#2>"},
 		},
 		{
+			name:      "config member ports are masked",
+			out:       "server.1=127.0.0.1:36481:40485:participant;127.0.0.1:35267\nversion=0\n",
+			wantLines: []string{"server.1=127.0.0.1:<port>:<port>:participant;127.0.0.1:<port>", "version=0"},
+		},
+		{
 			name:      "times are masked except the epoch",
 			out:       "ctime = Sat Nov 21 23:00:00 UTC 2026\nmtime = Thu Jan 01 00:00:00 UTC 1970\n",
 			wantLines: []string{"ctime = <time>", "mtime = Thu Jan 01 00:00:00 UTC 1970"},
