@@ -58,6 +58,10 @@
 //
 //   - Order of child lists and getEphemerals lists: ZooKeeper returns hash
 //     order, zkd sorted order; both are sorted before comparing.
+//   - Order of getACL lists: ZooKeeper expands an `auth` ACL into the
+//     session's authenticated ids in hash-set order, not in the order they
+//     were added (u1, u2, u3 added in any order come back as u2, u1, u3),
+//     so ACL lists are sorted before comparing.
 //   - Order of the watch events caused by one closeSession: ZooKeeper
 //     deletes a session's ephemerals in the iteration order of a hash set,
 //     so the events one close delivers to each session are compared as a

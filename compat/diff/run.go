@@ -264,7 +264,14 @@ func (r *runner) resp(rec jute.Record) string {
 	case *jute.SetACLResponse:
 		return r.stat(&v.Stat)
 	case *jute.GetACLResponse:
-		return aclString(v.Acl) + " " + r.stat(&v.Stat)
+		// ZooKeeper expands an auth ACL into the session's ids in hash
+		// order, whatever order they were added in: compare ACL lists
+		// sorted.
+		acl := slices.Clone(v.Acl)
+		slices.SortFunc(acl, func(a, b jute.ACL) int {
+			return strings.Compare(aclString([]jute.ACL{a}), aclString([]jute.ACL{b}))
+		})
+		return aclString(acl) + " " + r.stat(&v.Stat)
 	case *jute.GetChildrenResponse:
 		return r.children(v.Children)
 	case *jute.GetChildren2Response:
