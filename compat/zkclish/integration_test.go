@@ -486,6 +486,11 @@ delquota /s
 listquota /s
 config
 version
+create -t 1000 /s/ttl
+create -e -s -c /s/bad
+create -t -5 /s/bad
+ls -R -s /s
+addWatch -m BOGUS /s
 `
 	zkd, zk := both(p, script+"get /s/none\n")
 	out := compare(t, "ending in failure", zkd, zk)
@@ -501,6 +506,12 @@ version
 		"[one, two]",
 		"Created /s/cont",
 		"[k]",
+		"Output quota for /s count=5,bytes=-1=;byteHardLimit=-1;countHardLimit=-1",
+		"Output stat for /s count=5,bytes=4",
+		"KeeperErrorCode = Unimplemented for /s/ttl", // extendedTypesEnabled is off
+		"-c cannot be combined with -s or -e. Containers cannot be ephemeral or sequential.",
+		"/s", "/s/cont", "/s/one", "/s/two", "/s/cont/k",
+		"addWatch [-m mode] path # optional mode is one of [PERSISTENT, PERSISTENT_RECURSIVE] - default is PERSISTENT_RECURSIVE",
 		"Node does not exist: /s/none",
 	)
 	if zkd.Code != 1 {
@@ -510,6 +521,20 @@ version
 	compare(t, "failure then quit", zkd, zk)
 	zkd, zk = both(p, "get /s/none\nls /s\n")
 	compare(t, "failure then success", zkd, zk)
+
+	// Authentication with an unknown scheme fails: the server answers
+	// AuthFailed and drops the connection, and the client refuses every
+	// later command. A digest without a colon is accepted, as a user of
+	// no rights, and the session carries on.
+	zkd, zk = both(p, "addauth foo bar\nget /s/one\nls /s\n")
+	out = compare(t, "unknown auth scheme", zkd, zk)
+	wantInOrder(t, "unknown auth scheme", out.Lines, "KeeperErrorCode = AuthFailed for /s/one", "Not connected")
+	if !strings.Contains(zkd.Out, "state:AuthFailed type:None") {
+		t.Errorf("zkd: no AuthFailed event after addauth foo bar:\n%s", zkd.Out)
+	}
+	zkd, zk = both(p, "addauth digest nocolon\nget /s/one\nls /s\n")
+	out = compare(t, "digest without colon", zkd, zk)
+	wantInOrder(t, "digest without colon", out.Lines, "11", "[cont, one, two]")
 }
 
 // TestIntegration_Ensemble: zkCli against single members of a three-member
@@ -575,4 +600,36 @@ get /e/priv
 			t.Errorf("zkd: config on member 3 lacks member on client port %d:\n%s", m.Port, strings.Join(out.Lines, "\n"))
 		}
 	}
+}
+
+// TestIntegration_ExtendedTypes: with extendedTypesEnabled, zkCli creates
+// TTL nodes (create -t, sequential too) next to containers (create -c);
+// their Stat is compared (a TTL node reports ephemeralOwner 0x0).
+func TestIntegration_ExtendedTypes(t *testing.T) {
+	p := startPair(t, zkproc.Options{ExtraCfg: map[string]string{"extendedTypesEnabled": "true"}})
+	const script = `create -t 600000 /ttl data
+get -s /ttl
+create -t 600000 -s /ttl/seq- s
+create -t 0 /ttl/zero
+create -c /cont
+create -c /cont/k
+get -s /cont
+ls -R /
+create -t 1000 -e /ttl/eph
+`
+	zkd, zk := both(p, script)
+	out := compare(t, "extended types", zkd, zk)
+	wantInOrder(t, "extended types", out.Lines,
+		"Created /ttl",
+		"data",
+		"ephemeralOwner = 0x0",
+		"dataLength = 4",
+		"Created /ttl/seq-0000000000",
+		"ttl must be positive and cannot be larger than: 1099511627775",
+		"Created /cont",
+		"Created /cont/k",
+		"numChildren = 1",
+		"/", "/cont", "/ttl", "/zookeeper", "/cont/k", "/ttl/seq-0000000000",
+		"TTLs cannot be used with Ephemeral znodes",
+	)
 }
