@@ -91,13 +91,30 @@ func (b *syncBuffer) String() string {
 //	             than it did at the previous #wait for the same TEXT
 //	#session     read the sids of s's connections from its cons 4lw
 //	             and append the new ones to cliRun.Sessions
+//	#signal NAME raise the signal NAME in sig (for another zkCli)
+//	#await NAME  wait (up to 20 s) until NAME has been raised in sig;
+//	             leading #await lines are awaited before zkCli starts,
+//	             so that its session is not yet there
 //
 // "{addr}" anywhere in script stands for s.Addr (for connect).
 //
 // runCli never calls t: it runs on any goroutine.
 func runCli(s *zkproc.Server, script string, args ...string) cliRun {
+	return runCliSig(s, nil, script, args...)
+}
+
+// runCliSig is runCli with signals shared with other zkCli runs, for
+// scripts whose steps depend on each other (#signal and #await).
+func runCliSig(s *zkproc.Server, sig *signals, script string, args ...string) cliRun {
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	defer cancel()
+	for sig != nil && strings.HasPrefix(script, "#await ") {
+		line, rest, _ := strings.Cut(script, "\n")
+		if err := sig.await(ctx, strings.TrimPrefix(line, "#await ")); err != nil {
+			return cliRun{Code: -1, Err: err}
+		}
+		script = rest
+	}
 	argv := append([]string{"-server", s.Addr}, args...)
 	cmd := exec.CommandContext(ctx, zkCliPath, argv...)
 	// A small, quick JVM: the client needs neither the C2 compiler nor a
@@ -114,7 +131,7 @@ func runCli(s *zkproc.Server, script string, args ...string) cliRun {
 		return cliRun{Code: -1, Err: err}
 	}
 	var res cliRun
-	feedErr := feed(ctx, stdin, out, s, script, &res)
+	feedErr := feed(ctx, stdin, out, s, sig, script, &res)
 	stdin.Close()
 	waitErr := cmd.Wait()
 	res.Out = out.String()
@@ -134,7 +151,7 @@ func isExitError(err error) bool {
 }
 
 // feed writes script to w, obeying its directives.
-func feed(ctx context.Context, w io.Writer, out *syncBuffer, s *zkproc.Server, script string, res *cliRun) error {
+func feed(ctx context.Context, w io.Writer, out *syncBuffer, s *zkproc.Server, sig *signals, script string, res *cliRun) error {
 	waits := map[string]int{}
 	script = strings.ReplaceAll(script, "{addr}", s.Addr)
 	for line := range strings.Lines(script) {
@@ -156,6 +173,12 @@ func feed(ctx context.Context, w io.Writer, out *syncBuffer, s *zkproc.Server, s
 					res.Sessions = append(res.Sessions, sid)
 				}
 			}
+		case strings.HasPrefix(line, "#signal ") && sig != nil:
+			sig.raise(strings.TrimPrefix(line, "#signal "))
+		case strings.HasPrefix(line, "#await ") && sig != nil:
+			if err := sig.await(ctx, strings.TrimPrefix(line, "#await ")); err != nil {
+				return err
+			}
 		case strings.HasPrefix(line, "#"):
 			return fmt.Errorf("zkclish: unknown directive %q", line)
 		default:
@@ -165,6 +188,53 @@ func feed(ctx context.Context, w io.Writer, out *syncBuffer, s *zkproc.Server, s
 		}
 	}
 	return nil
+}
+
+// signals are named one-shot events shared by concurrent zkCli runs.
+type signals struct {
+	mu struct {
+		sync.Mutex
+		ch map[string]chan struct{}
+	}
+}
+
+// chanLocked returns the channel of name, creating it.
+func (s *signals) chanLocked(name string) chan struct{} {
+	if s.mu.ch == nil {
+		s.mu.ch = map[string]chan struct{}{}
+	}
+	ch, ok := s.mu.ch[name]
+	if !ok {
+		ch = make(chan struct{})
+		s.mu.ch[name] = ch
+	}
+	return ch
+}
+
+// raise marks name as raised; raising twice is harmless.
+func (s *signals) raise(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch := s.chanLocked(name)
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// await blocks until name is raised, ctx ends or 20 s pass.
+func (s *signals) await(ctx context.Context, name string) error {
+	s.mu.Lock()
+	ch := s.chanLocked(name)
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+	case <-time.After(20 * time.Second):
+	}
+	return fmt.Errorf("zkclish: signal %q never raised", name)
 }
 
 // waitOutput waits until out holds text at least n times.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/zkd/zkd/compat/zkproc"
@@ -631,5 +632,141 @@ create -t 1000 -e /ttl/eph
 		"numChildren = 1",
 		"/", "/cont", "/ttl", "/zookeeper", "/cont/k", "/ttl/seq-0000000000",
 		"TTLs cannot be used with Ephemeral znodes",
+	)
+}
+
+// twoClients runs scripts a and b as two concurrent zkCli processes on the
+// same server, for zkd and for ZooKeeper, with #signal/#await between them.
+func twoClients(p pair, a, b string) (zkdA, zkdB, zkA, zkB cliRun) {
+	var wg sync.WaitGroup
+	dsig, zsig := &signals{}, &signals{}
+	wg.Go(func() { zkdA = runCliSig(p.zkd, dsig, a) })
+	wg.Go(func() { zkdB = runCliSig(p.zkd, dsig, b) })
+	wg.Go(func() { zkA = runCliSig(p.zk, zsig, a) })
+	wg.Go(func() { zkB = runCliSig(p.zk, zsig, b) })
+	wg.Wait()
+	return zkdA, zkdB, zkA, zkB
+}
+
+// TestIntegration_TwoSessions: two zkCli processes at once. B sees A's
+// ephemeral owned by A's live session, a watch set by B fires on A's
+// write, and A's quit deletes its ephemeral with a NodeDeleted to B.
+func TestIntegration_TwoSessions(t *testing.T) {
+	p := startPair(t, zkproc.Options{})
+	const a = `create /two v0
+create -e /two/eph mine
+#wait Created /two/eph
+#session
+#signal made
+#await watching
+set /two v1
+#await seen
+quit
+`
+	const b = `#await made
+get -s /two/eph
+get -w /two
+stat -w /two/eph
+#wait numChildren = 0
+#signal watching
+#wait type:NodeDataChanged path:/two
+get /two
+#signal seen
+#wait type:NodeDeleted path:/two/eph
+ls /two
+`
+	zkdA, zkdB, zkA, zkB := twoClients(p, a, b)
+	compare(t, "session A", zkdA, zkA)
+	if len(zkdA.Sessions) != 1 {
+		t.Fatalf("zkd cons showed sessions %v while only A was connected", zkdA.Sessions)
+	}
+	// B's ephemeralOwner is A's session: mask it as A's own.
+	zkdB.Sessions, zkB.Sessions = zkdA.Sessions, zkA.Sessions
+	out := compare(t, "session B", zkdB, zkB)
+	wantInOrder(t, "session B", out.Lines,
+		"mine",
+		"ephemeralOwner = <self#1>", // A's session, read from cons while A ran
+		"v0",
+		"v1",
+		"[]",
+	)
+	wantInOrder(t, "session B", out.Events,
+		"WatchedEvent state:SyncConnected type:NodeDataChanged path:/two",
+		"WatchedEvent state:SyncConnected type:NodeDeleted path:/two/eph",
+	)
+}
+
+// TestIntegration_SystemNodesAndPaths: the /zookeeper subtree as zkCli
+// shows it (Stat, ACLs, what may be changed), the root node, client-side
+// path checks, non-ASCII names and data, and versions of -1.
+func TestIntegration_SystemNodesAndPaths(t *testing.T) {
+	p := startPair(t, zkproc.Options{})
+	const script = `get -s /zookeeper/config
+getAcl /zookeeper/config
+getAcl -s /zookeeper
+get -s /zookeeper/quota
+ls -s /zookeeper
+getAllChildrenNumber /zookeeper
+getAllChildrenNumber /nonexist
+getEphemerals /nonexist
+setAcl /zookeeper/config world:anyone:cdrwa
+delete /zookeeper/config
+set /zookeeper/config x
+create /zookeeper/x
+create /zookeeper/config/x
+create /zookeeper/quota/x
+delete /zookeeper/quota/x
+sync /nonexist
+ls x
+create /a/
+create /a//b
+create /ü data-ü
+get /ü
+create /dot/.
+create /..
+stat /
+set / rootdata
+get -s /
+setAcl / world:anyone:cdrwa
+getAcl -s /
+create /ctr
+set -v -1 /ctr a
+get -s /ctr
+delete -v -1 /ctr
+ls /
+`
+	zkd, zk := both(p, script)
+	out := compare(t, "system nodes and paths", zkd, zk)
+	wantInOrder(t, "system nodes and paths", out.Lines,
+		"aclVersion = -1",       // /zookeeper/config
+		"'world,'anyone", ": r", // /zookeeper/config is read-only
+		"'world,'anyone", ": cdrwa", // /zookeeper is open
+		"cversion = -2", "numChildren = 2",
+		"numChildren = 0", // /zookeeper/quota
+		"[config, quota]",
+		"2",
+		"Node does not exist: /nonexist",
+		"[]",
+		"Insufficient permission : /zookeeper/config",
+		"Arguments are not valid : /zookeeper/config",
+		"Insufficient permission : /zookeeper/config",
+		"Created /zookeeper/x",
+		"Insufficient permission : /zookeeper/config/x",
+		"Created /zookeeper/quota/x",
+		"Sync is OK",
+		"Path must start with / character",
+		"Path must not end with / character",
+		`Invalid path string "/a//b" caused by empty node name specified @3`,
+		"Created /\u00fc",
+		"data-\u00fc",
+		`Invalid path string "/dot/." caused by relative paths not allowed @5`,
+		`Invalid path string "/.." caused by relative paths not allowed @2`,
+		"rootdata",
+		"dataVersion = 1",
+		"'world,'anyone", ": cdrwa",
+		"aclVersion = 1",
+		"Created /ctr",
+		"dataVersion = 1", // set -v -1 matches any version
+		"[zookeeper, \u00fc]",
 	)
 }
