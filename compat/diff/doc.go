@@ -45,7 +45,10 @@
 //
 //   - zxids (reply headers, czxid, mzxid, pzxid) become z1, z2, … in the
 //     order they first appear in the run, so equal zxids stay equal and a
-//     different numbering of the same history is no difference;
+//     different numbering of the same history is no difference; z1 is the
+//     server's last zxid before the first step (read once all sessions are
+//     open), so a reply that reuses the last zxid and one that consumes a
+//     fresh one differ from the first step on;
 //   - ephemeralOwner becomes the label of the script's session (S<slot>.<n>
 //     for the n-th session opened in a slot);
 //   - ctime and mtime are reduced to ZooKeeper's rules: both set, mtime
@@ -70,6 +73,8 @@
 //   - Events a session receives after its own closeSession reply, and the
 //     reply header zxid of the internal round trips that make sure events
 //     have arrived.
+//   - getAllChildrenNumber of the empty path (ZooKeeper counts the whole
+//     tree, every other run's nodes included): not generated.
 //   - Container and TTL expiry (time-based, see above), session expiry,
 //     reconnects and setWatches, reconfig, SASL, whoAmI: not generated.
 //

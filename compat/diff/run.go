@@ -105,6 +105,14 @@ func (t *Target) Run(s Script) (*Trace, error) {
 			return nil, err
 		}
 	}
+	// The last zxid before the script becomes z1, so that a step that
+	// answers with the previous zxid and one that answers with a fresh
+	// one differ even at the start of a script.
+	hdr, err := r.slots[0].c.Call(jute.OpExists, &jute.ExistsRequest{Path: "/"}, &jute.ExistsResponse{})
+	if err != nil {
+		return nil, fmt.Errorf("diff: %s: baseline: %w", t.Name, err)
+	}
+	r.zxid(hdr.Zxid)
 	for _, op := range s.Ops {
 		r.tr.Steps = append(r.tr.Steps, r.step(op))
 		r.drain(false)
@@ -188,6 +196,12 @@ func eventName(t int32) string {
 
 // abs turns a script path into an absolute one under the run's root.
 func (r *runner) abs(p string) string {
+	if sp, ok := specialPaths[p]; ok {
+		if sp.absolute {
+			return sp.path
+		}
+		return r.root + sp.path
+	}
 	if p == "" {
 		return r.root
 	}

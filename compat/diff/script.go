@@ -69,6 +69,32 @@ var users = []string{"u1:p1", "u2:p2", "u3:p3"}
 // root/s get.
 var paths = []string{"", "a", "b", "c", "a/x", "a/y", "b/x", "a/x/q", "s", "s0000000000", "s0000000001", "s0000000002", "zz/none"}
 
+// specialPaths are script paths that are not plain names under the run's
+// root: malformed ones (ZooKeeper answers BadArguments before anything
+// else) and ZooKeeper's system nodes, which scripts read and try to
+// change. Their key is what Op.Path holds.
+var specialPaths = map[string]struct {
+	path     string // appended to the root, or used as is when absolute
+	absolute bool
+}{
+	"!trailing":  {path: "/a/"},
+	"!double":    {path: "//a"},
+	"!dot":       {path: "/./a"},
+	"!dotdot":    {path: "/a/../b"},
+	"!relative":  {path: "diff-relative/a", absolute: true},
+	"!empty":     {path: "", absolute: true},
+	"!zookeeper": {path: "/zookeeper", absolute: true},
+	"!quota":     {path: "/zookeeper/quota", absolute: true},
+	"!config":    {path: "/zookeeper/config", absolute: true},
+	"!zkchild":   {path: "/zookeeper/x", absolute: true},
+}
+
+// special picks one of specialPaths.
+func (g *gen) special() string {
+	keys := []string{"!trailing", "!double", "!dot", "!dotdot", "!relative", "!empty", "!zookeeper", "!quota", "!config", "!zkchild"}
+	return keys[g.r.IntN(len(keys))]
+}
+
 // Generate returns a seeded random script of n steps over 2–4 sessions. The
 // same seed always gives the same script.
 func Generate(seed uint64, n int) Script {
@@ -124,6 +150,8 @@ func (g *gen) shallow() string {
 		return paths[1+g.r.IntN(3)]
 	case n < 16:
 		return paths[4+g.r.IntN(3)]
+	case n == 19 && g.r.IntN(2) == 0:
+		return g.special()
 	}
 	return g.path()
 }
@@ -172,11 +200,14 @@ func (g *gen) acl() []jute.ACL {
 		case 4:
 			id = jute.Id{Scheme: "auth", Id: ""}
 		case 5:
-			id = jute.Id{Scheme: "ip", Id: []string{"127.0.0.1", "10.0.0.0/8", "127.0.0.0/8"}[g.r.IntN(3)]}
+			id = jute.Id{Scheme: "ip", Id: []string{"127.0.0.1", "10.0.0.0/8", "127.0.0.0/8", "999.1.1.1", "127.0.0.1/40", "::1"}[g.r.IntN(6)]}
 		case 6:
 			id = jute.Id{Scheme: []string{"world", "nosuch", "digest"}[g.r.IntN(3)], Id: "bogus"}
 		}
 		out = append(out, jute.ACL{Perms: perm(), Id: id})
+	}
+	if g.r.IntN(25) == 0 {
+		return []jute.ACL{}
 	}
 	if g.r.IntN(3) > 0 {
 		return out[:1:1]
@@ -219,7 +250,21 @@ func (g *gen) create() Op {
 	return op
 }
 
-func (g *gen) watcherType() int32 { return 1 + int32(g.r.IntN(3)) }
+// watcherType is a WatcherType, now and then an invalid one.
+func (g *gen) watcherType() int32 {
+	if g.r.IntN(15) == 0 {
+		return []int32{0, 4}[g.r.IntN(2)]
+	}
+	return 1 + int32(g.r.IntN(3))
+}
+
+// watchMode is an addWatch mode, now and then an invalid one.
+func (g *gen) watchMode() int32 {
+	if g.r.IntN(15) == 0 {
+		return []int32{2, -1}[g.r.IntN(2)]
+	}
+	return int32(g.r.IntN(2))
+}
 
 func (g *gen) op() Op {
 	switch n := g.r.IntN(100); {
@@ -248,7 +293,7 @@ func (g *gen) op() Op {
 	case n < 74:
 		return Op{Kind: KSync, Path: g.shallow()}
 	case n < 78:
-		return Op{Kind: KAddWatch, Path: g.shallow(), Mode: int32(g.r.IntN(2))}
+		return Op{Kind: KAddWatch, Path: g.shallow(), Mode: g.watchMode()}
 	case n < 81:
 		return Op{Kind: KCheckWatches, Path: g.shallow(), Mode: g.watcherType()}
 	case n < 84:
@@ -256,7 +301,13 @@ func (g *gen) op() Op {
 	case n < 86:
 		return Op{Kind: KGetEphemerals, Path: []string{"", "a", "s"}[g.r.IntN(3)]}
 	case n < 88:
-		return Op{Kind: KAllChildren, Path: g.shallow()}
+		// Not the empty path: ZooKeeper counts the whole tree for it,
+		// which holds every other run's nodes too.
+		p := g.shallow()
+		for p == "!empty" {
+			p = g.shallow()
+		}
+		return Op{Kind: KAllChildren, Path: p}
 	case n < 98:
 		return Op{Kind: KAuth, Data: users[g.r.IntN(len(users))]}
 	default:
@@ -266,6 +317,9 @@ func (g *gen) op() Op {
 
 func (g *gen) multi() Op {
 	op := Op{Kind: KMulti}
+	if g.r.IntN(30) == 0 {
+		return op // an empty multi
+	}
 	for range 1 + g.r.IntN(4) {
 		var sub Op
 		switch g.r.IntN(5) {
@@ -283,11 +337,17 @@ func (g *gen) multi() Op {
 		}
 		op.Sub = append(op.Sub, sub)
 	}
+	if g.r.IntN(30) == 0 { // a read inside a multi: ZooKeeper refuses the mix
+		op.Sub = append(op.Sub, Op{Kind: KGetData, Path: g.shallow()})
+	}
 	return op
 }
 
 func (g *gen) multiRead() Op {
 	op := Op{Kind: KMultiRead}
+	if g.r.IntN(30) == 0 { // a write inside a multiRead
+		op.Sub = append(op.Sub, Op{Kind: KSetData, Path: g.shallow(), Version: -1})
+	}
 	for range 1 + g.r.IntN(3) {
 		if g.r.IntN(2) == 0 {
 			op.Sub = append(op.Sub, Op{Kind: KGetData, Path: g.shallow()})
@@ -333,7 +393,13 @@ func (o Op) String() string {
 
 func (o Op) body() string {
 	p := "/R"
-	if o.Path != "" {
+	if sp, ok := specialPaths[o.Path]; ok {
+		if sp.absolute {
+			p = fmt.Sprintf("%q", sp.path)
+		} else {
+			p = fmt.Sprintf("%q", p+sp.path)
+		}
+	} else if o.Path != "" {
 		p += "/" + o.Path
 	}
 	switch o.Kind {
