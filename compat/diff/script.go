@@ -243,7 +243,9 @@ func (g *gen) create() Op {
 		op.TTL = 0
 	}
 	if op.Mode == jute.ModePersistentSequential || op.Mode == jute.ModeEphemeralSequential || op.Mode == jute.ModePersistentSequentialWithTTL {
-		if g.r.IntN(2) == 0 {
+		// A sequential name outside the run's root would depend on every
+		// other run (the parent's cversion), so those go under root/s.
+		if sp, ok := specialPaths[op.Path]; g.r.IntN(2) == 0 || op.Path == "" || ok && sp.absolute {
 			op.Path = "s"
 		}
 	}
