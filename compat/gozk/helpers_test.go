@@ -30,7 +30,13 @@ func forBoth(t *testing.T, opts zkproc.Options, fn func(t *testing.T, s *zkproc.
 // connect opens a go-zk session and waits until it is established.
 func connect(t testing.TB, addr string) (*zk.Conn, <-chan zk.Event) {
 	t.Helper()
-	c, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(log.New(io.Discard, "", 0)))
+	return connectTimeout(t, addr, 10*time.Second)
+}
+
+// connectTimeout is connect with a chosen session timeout.
+func connectTimeout(t testing.TB, addr string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
+	c, ev, err := zk.Connect([]string{addr}, timeout, zk.WithLogger(log.New(io.Discard, "", 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
