@@ -73,8 +73,9 @@
 //   - Events a session receives after its own closeSession reply, and the
 //     reply header zxid of the internal round trips that make sure events
 //     have arrived.
-//   - getAllChildrenNumber of the empty path (ZooKeeper counts the whole
-//     tree, every other run's nodes included): not generated.
+//   - Reads of the empty path, which ZooKeeper answers for the server's
+//     root (whose children are every run's root): not generated; creates
+//     of the empty path are.
 //   - Container and TTL expiry (time-based, see above), session expiry,
 //     reconnects and setWatches, reconfig, SASL, whoAmI: not generated.
 //
