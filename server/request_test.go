@@ -467,7 +467,7 @@ func TestSlowClientIsClosed(t *testing.T) {
 	// Notify many events faster than anything could be written; Notify
 	// must return every time and the connection must end up closed.
 	cn.out.Lock()
-	cn.out.deferring = true // events pile up, as behind a long read
+	cn.out.deferring, cn.out.holdAll = true, true // events pile up, as behind a long read
 	cn.out.Unlock()
 	for range 1000 {
 		cn.Notify(jute.WatcherEvent{Type: jute.EventNodeDataChanged, State: jute.StateSyncConnected, Path: "/some/long/path/to/fill/the/queue"})
