@@ -100,11 +100,30 @@
 // trace, -exclude=REGEXP to leave out steps matching a known difference,
 // e.g. -exclude='^checkWatches').
 //
-// Known differences the fixed seeds show (zkd is to be fixed, the test
-// stays failing until then) are listed in the integrator's report; the two
-// found first: checkWatches on a path watched only by another session
-// (ZooKeeper 3.8 answers OK, zkd NoWatcher), and a multi holding a
-// create/create2/createContainer with a TTL mode (5, 6), which ZooKeeper
-// refuses whole with MarshallingError (a ClassCastException inside the
-// server) while zkd answers the multi with a BadArguments result.
+// # Differences found
+//
+// The fixed seeds fail until zkd is fixed (zkd's code is not this
+// package's). Each was shrunk to the scripts below; s<N> is a session, /R
+// the run's root, and the trace lines are zkd's and ZooKeeper's replies:
+//
+//  1. checkWatches on a path another session watches: ZooKeeper 3.8
+//     answers OK, zkd NoWatcher (seeds 1, 6, 7, 18):
+//     s1 exists /R/b/x watch=true; s0 checkWatches /R/b/x type=2.
+//  2. A multi (opcode 14) holding a create, create2 or createContainer
+//     with a TTL mode (5, 6): ZooKeeper refuses the whole request with
+//     MarshallingError (a ClassCastException in its server, still
+//     consuming a zxid); zkd answers OK with an error result -8
+//     (seeds 9, 15, 17): s0 multi [create /R/b mode=5].
+//  3. A multi (opcode 14) holding only reads: ZooKeeper MarshallingError,
+//     zkd BadArguments (seeds 8, 10, 13, 14):
+//     s0 multi [getData /R/a].
+//  4. A multi (opcode 14) mixing writes and reads: both answer
+//     MarshallingError, but ZooKeeper's reply carries a fresh zxid (the
+//     refused request consumed one, later reads report it) while zkd's
+//     carries the previous one: s0 create /R/a; s0 multi [setData /R/a
+//     version=-1; getData /R/a]; s0 exists /R/a. (multiRead mixing a write
+//     in agrees.)
+//  5. Outside the generated scripts: getAllChildrenNumber of the empty
+//     path counts the root itself on ZooKeeper (its node table holds the
+//     root as both "" and "/"): a fresh server answers 5, zkd 4.
 package diff
