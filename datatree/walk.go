@@ -1,0 +1,54 @@
+package datatree
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// EphemeralChild is one session-owned ephemeral znode, as returned by
+// EphemeralsByParent: its name under the parent and its client Stat.
+type EphemeralChild struct {
+	Name string
+	Stat jute.Stat
+}
+
+// EphemeralGroup is a parent znode and its session-owned ephemeral
+// children, sorted by name.
+type EphemeralGroup struct {
+	Parent   string
+	Children []EphemeralChild
+}
+
+// EphemeralsByParent groups every session-owned ephemeral whose parent's
+// path is prefix or lies under it ("" or "/" for all) by parent, sorted by
+// parent path. It walks the session ephemerals index rather than the whole
+// tree, so its cost grows with the number of ephemerals, not of znodes;
+// containers and TTL nodes are not included. It is read-only and takes the
+// tree's read lock for the walk; the result shares nothing with the tree.
+// The lock view (server.Server.Locks) is built on it.
+func (t *Tree) EphemeralsByParent(prefix string) []EphemeralGroup {
+	prefix = strings.TrimSuffix(prefix, "/")
+	t.mu.RLock()
+	byParent := map[*node][]EphemeralChild{}
+	for _, set := range t.ephemerals {
+		for n := range set {
+			byParent[n.parent] = append(byParent[n.parent], EphemeralChild{Name: n.name, Stat: t.clientStat(n)})
+		}
+	}
+	out := make([]EphemeralGroup, 0, len(byParent))
+	for p, children := range byParent {
+		path := p.path()
+		if prefix != "" && path != prefix && !strings.HasPrefix(path, prefix+"/") {
+			continue
+		}
+		out = append(out, EphemeralGroup{Parent: path, Children: children})
+	}
+	t.mu.RUnlock()
+	for _, g := range out {
+		slices.SortFunc(g.Children, func(a, b EphemeralChild) int { return strings.Compare(a.Name, b.Name) })
+	}
+	slices.SortFunc(out, func(a, b EphemeralGroup) int { return strings.Compare(a.Parent, b.Parent) })
+	return out
+}
