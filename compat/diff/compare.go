@@ -22,20 +22,26 @@ type Difference struct {
 }
 
 // Signature identifies the kind of a difference, so that shrinking keeps
-// looking at the same problem: the differing step's kind, or "events".
+// looking at the same problem: the differing step's kind (the opcode for
+// creates) and the error code each server answered, or "events".
 func (d *Difference) Signature() string {
 	if d.Step < 0 {
 		return "events"
 	}
-	if d.Op.Kind == KMulti || d.Op.Kind == KMultiRead {
-		return string(d.Op.Kind)
+	kind := string(d.Op.Kind)
+	if d.Op.Kind != KMulti && d.Op.Kind != KMultiRead {
+		kind += ":" + word(d.Op.body(), 0)
 	}
-	return string(d.Op.Kind) + firstWord(d.Op.body())
+	return kind + " " + word(d.A, 1) + " " + word(d.B, 1)
 }
 
-func firstWord(s string) string {
-	w, _, _ := strings.Cut(s, " ")
-	return ":" + w
+// word returns the i-th space-separated word of s, or "".
+func word(s string, i int) string {
+	f := strings.Fields(s)
+	if i < len(f) {
+		return f[i]
+	}
+	return ""
 }
 
 // Compare returns the first difference between the traces a and b of

@@ -61,7 +61,9 @@ func TestIntegration_Differential(t *testing.T) {
 	passed, failed := 0, 0
 	shrinkEnd := time.Now().Add(*flagShrinkT)
 	for _, seed := range seeds {
+		ran := false
 		ok := t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			ran = true
 			s := Generate(seed, *flagSteps).Without(exclude(t))
 			if *flagShow {
 				ta, err := p.A.Run(s)
@@ -89,6 +91,9 @@ func TestIntegration_Differential(t *testing.T) {
 			t.Errorf("zkd and ZooKeeper 3.8 differ; minimal script (%d of %d steps):\n%s%s",
 				len(min.Ops), len(s.Ops), min, md.Format("zkd", "zookeeper"))
 		})
+		if !ran {
+			continue // filtered out by -run
+		}
 		if ok {
 			passed++
 		} else {

@@ -107,13 +107,13 @@
 // the run's root, and the trace lines are zkd's and ZooKeeper's replies:
 //
 //  1. checkWatches on a path another session watches: ZooKeeper 3.8
-//     answers OK, zkd NoWatcher (seeds 1, 6, 7, 18):
+//     answers OK, zkd NoWatcher (seeds 6, 7):
 //     s1 exists /R/b/x watch=true; s0 checkWatches /R/b/x type=2.
 //  2. A multi (opcode 14) holding a create, create2 or createContainer
 //     with a TTL mode (5, 6): ZooKeeper refuses the whole request with
 //     MarshallingError (a ClassCastException in its server, still
 //     consuming a zxid); zkd answers OK with an error result -8
-//     (seeds 9, 15, 17): s0 multi [create /R/b mode=5].
+//     (seeds 9, 17): s0 multi [create /R/b mode=5].
 //  3. A multi (opcode 14) holding only reads: ZooKeeper MarshallingError,
 //     zkd BadArguments (seeds 8, 10, 13, 14):
 //     s0 multi [getData /R/a].

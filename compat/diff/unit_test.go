@@ -189,8 +189,9 @@ func TestCompare(t *testing.T) {
 		sig    string
 	}{
 		{"equal", func(*Trace) {}, -2, ""},
-		{"reply", func(tr *Trace) { tr.Steps[1] = "zxid=z2 -103(bad version)" }, 1, "setData:setData"},
-		{"missing step", func(tr *Trace) { tr.Steps = tr.Steps[:1] }, 1, "setData:setData"},
+		{"reply", func(tr *Trace) { tr.Steps[1] = "zxid=z2 -103(bad version)" }, 1, "setData:setData OK -103(bad"},
+		{"zxid only", func(tr *Trace) { tr.Steps[1] = "zxid=z3 OK" }, 1, "setData:setData OK OK"},
+		{"missing step", func(tr *Trace) { tr.Steps = tr.Steps[:1] }, 1, "setData:setData OK "},
 		{"events", func(tr *Trace) { tr.Events["S0.1"] = nil }, -1, "events"},
 	}
 	for _, tt := range tests {
