@@ -66,6 +66,9 @@ func (s *Server) adminCommands() map[string]func() []field {
 			}
 			return []field{{"path_to_session_ids", m}}
 		},
+		// locks is zkd's lock view (locks.go); the handler passes its
+		// ?path= filter.
+		"locks": func() []field { return s.adminLocks("") },
 		"dump": func() []field {
 			d := s.Dump()
 			exp := orderedMap{}
@@ -112,7 +115,11 @@ func (s *Server) AdminHandler() http.Handler {
 			return
 		}
 		var out orderedMap
-		if f, ok := cmds[name]; ok {
+		f, ok := cmds[name]
+		if name == "locks" {
+			f = func() []field { return s.adminLocks(r.URL.Query().Get("path")) }
+		}
+		if ok {
 			out = append(f(), field{"command", name}, field{"error", nil})
 		} else if ac, ok := s.b.(AdminCommander); ok {
 			if m, ok := ac.AdminCommand(name); ok {

@@ -20,12 +20,21 @@ type metric struct {
 type collector struct {
 	s       *Server
 	metrics []metric
+	locks   *lockCollector
+	raft    *raftCollector
 }
 
 // Collector returns a prometheus.Collector for the server's metrics, to be
-// registered on a registry the caller owns.
+// registered on a registry the caller owns: ZooKeeper's names, the lock
+// view's (lock_paths, lock_waiters, lock_queue_length, lock_wait_time_ms;
+// see locks.go) and, when the Backend implements RaftStatsReporter, the
+// raft and Pebble figures (raft_*, pebble_*). Each Collector starts a
+// lock-wait sampler that stops when the server closes.
 func (s *Server) Collector() prometheus.Collector {
-	c := &collector{s: s}
+	c := &collector{s: s, locks: newLockCollector(s)}
+	if r, ok := s.b.(RaftStatsReporter); ok {
+		c.raft = &raftCollector{r: r}
+	}
 	add := func(name, help string, typ prometheus.ValueType, v func(Stats) float64) {
 		c.metrics = append(c.metrics, metric{prometheus.NewDesc(name, help, nil, nil), typ, v})
 	}
@@ -68,6 +77,10 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	}
 	ch <- readLatencyDesc
 	ch <- updateLatencyDesc
+	c.locks.Describe(ch)
+	if c.raft != nil {
+		c.raft.Describe(ch)
+	}
 }
 
 // Latency summaries as ZooKeeper names them; count and sum only.
@@ -87,6 +100,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		updateLatencyDesc: &c.s.stats.updateLatency,
 	} {
 		ch <- prometheus.MustNewConstSummary(desc, uint64(l.count.Load()), float64(l.sum.Load()), nil)
+	}
+	c.locks.Collect(ch)
+	if c.raft != nil {
+		c.raft.Collect(ch)
 	}
 }
 
