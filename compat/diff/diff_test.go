@@ -32,7 +32,8 @@ func exclude(t *testing.T) *regexp.Regexp {
 }
 
 // ciSeeds is the fixed set of seeds every `go test` runs.
-var ciSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+var ciSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+	21, 22, 23, 24, 25, 26, 27, 28, 29, 30}
 
 // serverOpts are the settings both servers run with: TTL nodes allowed,
 // and container/TTL sweeps pushed out of any test's lifetime so that they

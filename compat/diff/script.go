@@ -318,8 +318,12 @@ func (g *gen) op() Op {
 
 func (g *gen) multi() Op {
 	op := Op{Kind: KMulti}
-	if g.r.IntN(30) == 0 {
+	switch g.r.IntN(40) {
+	case 0:
 		return op // an empty multi
+	case 1: // only reads, sent as a multi rather than a multiRead
+		op.Sub = []Op{{Kind: KGetData, Path: g.shallow()}}
+		return op
 	}
 	for range 1 + g.r.IntN(4) {
 		var sub Op
