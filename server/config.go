@@ -64,6 +64,10 @@ type Config struct {
 	// ConfExtra holds extra "key=value" lines appended to conf output, as
 	// ZooKeeper prints for ensembles (initLimit, syncLimit, membership…).
 	ConfExtra []string
+	// SlowRequestThreshold is zkd.slowRequestMs: a request answered this
+	// long or more after it arrived is logged at warn with its session,
+	// op, path and latency. 0 disables the log. Default 1s.
+	SlowRequestThreshold time.Duration
 	// Logger receives the server's logs. Default zap.NewNop().
 	Logger *zap.Logger
 }
@@ -71,16 +75,17 @@ type Config struct {
 // DefaultConfig returns ZooKeeper's defaults.
 func DefaultConfig() Config {
 	return Config{
-		ClientAddr:          ":2181",
-		TickTime:            2 * time.Second,
-		MinSessionTimeout:   4 * time.Second,
-		MaxSessionTimeout:   40 * time.Second,
-		MaxClientCnxns:      60,
-		MaxBuffer:           0xfffff,
-		MaxOutQueueBytes:    64 << 20,
-		MaxPendingRequests:  1000,
-		FourLetterWhitelist: []string{"srvr"},
-		Version:             "3.8.4-zkd",
+		ClientAddr:           ":2181",
+		TickTime:             2 * time.Second,
+		MinSessionTimeout:    4 * time.Second,
+		MaxSessionTimeout:    40 * time.Second,
+		MaxClientCnxns:       60,
+		MaxBuffer:            0xfffff,
+		MaxOutQueueBytes:     64 << 20,
+		MaxPendingRequests:   1000,
+		FourLetterWhitelist:  []string{"srvr"},
+		Version:              "3.8.4-zkd",
+		SlowRequestThreshold: time.Second,
 	}
 }
 
@@ -105,6 +110,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("server: MaxOutQueueBytes must be positive, got %d", c.MaxOutQueueBytes)
 	case c.MaxPendingRequests <= 0:
 		return fmt.Errorf("server: MaxPendingRequests must be positive, got %d", c.MaxPendingRequests)
+	case c.SlowRequestThreshold < 0:
+		return fmt.Errorf("server: SlowRequestThreshold must not be negative, got %v", c.SlowRequestThreshold)
 	case c.SuperDigest != "" && !strings.Contains(c.SuperDigest, ":"):
 		return fmt.Errorf("server: SuperDigest must be user:base64digest, got %q", c.SuperDigest)
 	}

@@ -643,6 +643,7 @@ func (c *conn) codeFor(sl *slot, err error) jute.Code {
 func (c *conn) account(sl *slot, zxid int64) {
 	now := time.Now()
 	lat := now.Sub(sl.start).Milliseconds()
+	c.noteSlow(sl, now.Sub(sl.start))
 	c.lat.add(lat)
 	c.s.stats.latency.add(lat)
 	if sl.fut != nil {
