@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -35,19 +36,17 @@ const (
 )
 
 func main() {
-	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error")
-	logFormat := flag.String("log-format", "console", "log format: console or json")
+	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error (overrides zoo.cfg zkd.log.level)")
+	logFormat := flag.String("log-format", "console", "log format: console or json (overrides zoo.cfg zkd.log.format)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: zkd [flags] [zoo.cfg]\n\nWithout zoo.cfg, zkd runs standalone on :2181 with data in ./zkd-data.\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
-	log, err := newLogger(*logLevel, *logFormat)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "zkd:", err)
-		os.Exit(2)
-	}
-	var cfg *zooCfg
+	var (
+		cfg *zooCfg
+		err error
+	)
 	switch flag.NArg() {
 	case 0:
 		cfg = defaultZooCfg()
@@ -61,10 +60,32 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	level, format := logSettings(cfg, *logLevel, *logFormat, set["log-level"], set["log-format"])
+	log, err := newLogger(level, format)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zkd:", err)
+		os.Exit(2)
+	}
 	if err := run(cfg, log); err != nil {
 		log.Error("zkd stopped", zap.Error(err))
 		os.Exit(1)
 	}
+}
+
+// logSettings picks the log level and format: a flag given on the command
+// line wins, then zoo.cfg's zkd.log.level / zkd.log.format (or the
+// -Dzookeeper.zkd.log.* JVM-style properties), then the flag's default.
+func logSettings(c *zooCfg, flagLevel, flagFormat string, levelSet, formatSet bool) (level, format string) {
+	level, format = flagLevel, flagFormat
+	if v, ok := c.prop("zkd.log.level"); ok && !levelSet {
+		level = strings.TrimSpace(v)
+	}
+	if v, ok := c.prop("zkd.log.format"); ok && !formatSet {
+		format = strings.TrimSpace(v)
+	}
+	return level, format
 }
 
 func newLogger(level, format string) (*zap.Logger, error) {
@@ -171,6 +192,11 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	sc.DataLogDir = logDir
 	sc.ServerID = c.MyID
 	sc.ClientPort = c.ClientPort
+	slowMs, err := c.propInt("zkd.slowRequestMs", sc.SlowRequestThreshold.Milliseconds())
+	if err != nil {
+		return qc, nc, sc, err
+	}
+	sc.SlowRequestThreshold = time.Duration(slowMs) * time.Millisecond
 	sc.Logger = log.Named("server")
 	if err := sc.Validate(); err != nil {
 		return qc, nc, sc, err
@@ -289,6 +315,36 @@ func (b backend) MonitorStats() []server.KeyValue {
 		kv("synced_non_voting_followers", 0),
 		kv("synced_observers", ls.Observers),
 		kv("pending_syncs", ls.PendingSyncs),
+	}
+}
+
+// RaftStats implements server.RaftStatsReporter from the node's raft and
+// Pebble figures, for /metrics.
+func (b backend) RaftStats() server.RaftStats {
+	st := b.Node().Stats()
+	num := func(k string) uint64 {
+		n, _ := strconv.ParseUint(st.Raft[k], 10, 64)
+		return n
+	}
+	m := st.Store
+	return server.RaftStats{
+		Term:              num("term"),
+		Leader:            st.Raft["state"] == "Leader",
+		LastLogIndex:      num("last_log_index"),
+		CommitIndex:       num("commit_index"),
+		AppliedIndex:      num("applied_index"),
+		LogEntries:        m.LogEntries,
+		LogBytes:          m.LogDiskBytes,
+		Appends:           m.Appends,
+		AppendedEntries:   m.AppendedEntries,
+		WALSyncs:          m.WALSyncs,
+		LastCommitLatency: m.LastCommitLatency,
+		LastFsyncLatency:  m.LastWALSyncLatency,
+		DiskBytes:         m.DiskBytes,
+		Snapshots:         m.Snapshots,
+		LastSnapshotIndex: m.LastSnapshotIndex,
+		LastSnapshotSize:  m.LastSnapshotSize,
+		LastSnapshotAge:   m.LastSnapshotAge,
 	}
 }
 
