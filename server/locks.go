@@ -3,165 +3,26 @@ package server
 import (
 	"cmp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/server/lockview"
 )
 
-// Lock modes of one lock node, by the recipe's naming.
-const (
-	LockExclusive = "exclusive" // Curator/go-zk "lock-", Kazoo "__lock__"
-	LockRead      = "read"      // Curator "__READ__" or "-read-", Kazoo "__rlock__"
-	LockWrite     = "write"     // Curator "__WRIT__" or "-write-", Kazoo "__wlock__"
-	LockLease     = "lease"     // Curator semaphore "-lease-"
-)
+// LockInfo is one lock path of the lock view: its holders and waiters in
+// queue order (see package lockview for the recipes and the rules).
+type LockInfo = lockview.Lock
 
-// Kinds of lock path.
-const (
-	KindMutex     = "mutex"     // only exclusive nodes: the lowest sequence holds
-	KindRWLock    = "rwlock"    // read and write nodes
-	KindSemaphore = "semaphore" // lease nodes: every lease is shown as held
-)
-
-// LockNode is one contender of a lock: a sequential ephemeral child of the
-// lock path.
-type LockNode struct {
-	// Name is the child's name, e.g. "_c_1b2…-lock-0000000003".
-	Name string `json:"name"`
-	// Mode is LockExclusive, LockRead, LockWrite or LockLease.
-	Mode string `json:"mode"`
-	// SessionID owns the node; Session is the same in hex, as logs print it.
-	SessionID int64  `json:"session_id"`
-	Session   string `json:"session"`
-	// Client is the remote address of the session's connection when it is
-	// connected to this member, else "remote".
-	Client string `json:"client"`
-	// Czxid and Sequence together are the fencing token: both only grow
-	// for later contenders of the same lock path.
-	Czxid    int64 `json:"czxid"`
-	Sequence int64 `json:"sequence"`
-	// Ctime is the node's creation time, ms since the epoch (leader clock).
-	Ctime int64 `json:"ctime"`
-	// AgeMs is now − Ctime: for a holder, how long it has held the lock
-	// (at most: it held since its predecessor left), for a waiter how long
-	// it has waited.
-	AgeMs int64 `json:"age_ms"`
-}
-
-// LockInfo is one lock path: its holders (one for a mutex; for a
-// read/write lock the leading readers, or the leading writer) and its
-// waiters, in the order they will get the lock.
-type LockInfo struct {
-	Path    string     `json:"path"`
-	Kind    string     `json:"kind"`
-	Holders []LockNode `json:"holders"`
-	Waiters []LockNode `json:"waiters"`
-}
-
-// parseLockName reads a lock recipe's child name: a prefix naming the mode
-// and a 10-digit sequence suffix. It knows Curator's InterProcessMutex
-// ("[_c_<uuid>-]lock-"), InterProcessReadWriteLock ("…__READ__",
-// "…__WRIT__"), semaphore leases ("…-lease-"), Kazoo's Lock, ReadLock and
-// WriteLock ("<uuid>__lock__", "__rlock__", "__wlock__"), go-zk's Lock
-// ("lock-" or "_c_<guid>-lock-") and the generic "-read-"/"-write-".
-func parseLockName(name string) (mode string, seq int64, ok bool) {
-	if len(name) <= 10 {
-		return "", 0, false
-	}
-	prefix, digits := name[:len(name)-10], name[len(name)-10:]
-	seq, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || seq < 0 || digits[0] == '-' || digits[0] == '+' {
-		return "", 0, false
-	}
-	has := func(s string) bool { return prefix == strings.TrimPrefix(s, "-") || strings.HasSuffix(prefix, s) }
-	switch {
-	case strings.HasSuffix(prefix, "__lock__"), has("-lock-"):
-		return LockExclusive, seq, true
-	case strings.HasSuffix(prefix, "__rlock__"), strings.HasSuffix(prefix, "__READ__"), has("-read-"):
-		return LockRead, seq, true
-	case strings.HasSuffix(prefix, "__wlock__"), strings.HasSuffix(prefix, "__WRIT__"), has("-write-"):
-		return LockWrite, seq, true
-	case has("-lease-"):
-		return LockLease, seq, true
-	}
-	return "", 0, false
-}
-
-// lockView turns the tree's ephemerals grouped by parent into lock paths.
-// client maps a session to its connection's address ("" when it is not
-// connected here); now is ms since the epoch.
-func lockView(groups []datatree.EphemeralGroup, client func(int64) string, now int64) []LockInfo {
-	var out []LockInfo
-	for _, g := range groups {
-		var nodes []LockNode
-		kind := KindMutex
-		for _, c := range g.Children {
-			mode, seq, ok := parseLockName(c.Name)
-			if !ok {
-				continue
-			}
-			switch mode {
-			case LockRead, LockWrite:
-				kind = KindRWLock
-			case LockLease:
-				if kind == KindMutex {
-					kind = KindSemaphore
-				}
-			}
-			addr := client(c.Stat.EphemeralOwner)
-			if addr == "" {
-				addr = "remote"
-			}
-			nodes = append(nodes, LockNode{
-				Name: c.Name, Mode: mode,
-				SessionID: c.Stat.EphemeralOwner, Session: hexID(c.Stat.EphemeralOwner), Client: addr,
-				Czxid: c.Stat.Czxid, Sequence: seq, Ctime: c.Stat.Ctime, AgeMs: max(0, now-c.Stat.Ctime),
-			})
-		}
-		if len(nodes) == 0 {
-			continue
-		}
-		// Sequence order is queue order: the recipes' prefixes differ per
-		// client, so names do not sort by it.
-		slices.SortFunc(nodes, func(a, b LockNode) int {
-			return cmp.Or(cmp.Compare(a.Sequence, b.Sequence), cmp.Compare(a.Czxid, b.Czxid))
-		})
-		held := holders(kind, nodes)
-		out = append(out, LockInfo{Path: g.Parent, Kind: kind, Holders: nodes[:held:held], Waiters: append([]LockNode{}, nodes[held:]...)})
-	}
-	return out
-}
-
-// holders returns how many of the queue's first nodes hold the lock:
-// every lease of a semaphore (the server does not know the number of
-// leases); for a read/write lock the readers before the first writer, or
-// the first writer alone; otherwise the lowest sequence.
-func holders(kind string, nodes []LockNode) int {
-	switch kind {
-	case KindSemaphore:
-		return len(nodes)
-	case KindRWLock:
-		if nodes[0].Mode != LockRead {
-			return 1
-		}
-		n := 0
-		for n < len(nodes) && nodes[n].Mode == LockRead {
-			n++
-		}
-		return n
-	}
-	return 1
-}
+// LockNode is one contender of a lock path, with its fencing token.
+type LockNode = lockview.Node
 
 // Locks returns the lock view: every lock path at or under prefix ("" or
 // "/" for all), sorted by path. A lock path is a znode with sequential
 // ephemeral children named as Curator's, Kazoo's or go-zk's lock recipes
-// name them (see parseLockName); other children are ignored. It reads this
+// name them (see lockview.ParseName); other children are ignored. It reads this
 // member's applied tree, so it is as fresh as this member's reads. It is
 // safe for concurrent use and costs one pass over the tree's ephemerals.
 func (s *Server) Locks(prefix string) []LockInfo {
@@ -169,7 +30,7 @@ func (s *Server) Locks(prefix string) []LockInfo {
 	if t == nil {
 		return nil
 	}
-	return lockView(t.EphemeralsByParent(prefix), s.sessionRemote, time.Now().UnixMilli())
+	return lockview.Build(t.EphemeralsByParent(prefix), s.sessionRemote, time.Now().UnixMilli())
 }
 
 // sessionRemote returns the remote address of session id's connection on
