@@ -121,6 +121,14 @@ func Generate(seed uint64, n int) Script {
 		op.Session = r.IntN(s.Sessions)
 		s.Ops = append(s.Ops, op)
 	}
+	// Persistent watches make most later writes visible as events: often
+	// one session watches the whole root recursively, another root/a.
+	if r.IntN(3) > 0 && len(s.Ops) < n {
+		s.Ops = append(s.Ops, Op{Session: r.IntN(s.Sessions), Kind: KAddWatch, Mode: jute.AddWatchModePersistentRecursive})
+	}
+	if r.IntN(2) == 0 && len(s.Ops) < n {
+		s.Ops = append(s.Ops, Op{Session: r.IntN(s.Sessions), Kind: KAddWatch, Path: "a", Mode: jute.AddWatchModePersistent})
+	}
 	for len(s.Ops) < n {
 		slot := r.IntN(s.Sessions)
 		if !open[slot] {
@@ -284,7 +292,7 @@ func (g *gen) op() Op {
 	case n < 42:
 		return Op{Kind: KSetACL, Path: g.shallow(), ACL: g.acl(), Version: g.version()}
 	case n < 48:
-		return Op{Kind: KExists, Path: g.shallow(), Watch: g.r.IntN(3) > 0}
+		return Op{Kind: KExists, Path: g.shallow(), Watch: g.r.IntN(4) > 0}
 	case n < 53:
 		return Op{Kind: KGetData, Path: g.shallow(), Watch: g.r.IntN(3) > 0}
 	case n < 57:
