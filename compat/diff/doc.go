@@ -16,12 +16,15 @@
 // deletes, setData and check that succeed and fail; multiRead; sync;
 // addWatch persistent and persistent-recursive; checkWatches and
 // removeWatches of each WatcherType; getEphemerals; getAllChildrenNumber;
-// digest addAuth as one of three users; ACLs with the world, digest, auth
-// and ip schemes (and a few invalid ones); and closeSession followed later
-// by a new session in the same slot. Paths come from a small set under the
-// run's root (root, a, b, c, a/x, a/y, b/x, a/x/q, the first names of
-// root/s sequentials, a path under a missing parent) so that operations
-// collide; scripts start by creating a, b, c and a/x.
+// digest addAuth as one of three users; whoAmI; ACLs with the world,
+// digest, auth and ip schemes (and invalid ids, empty lists); and
+// closeSession followed later by a new session in the same slot; multis
+// that are empty, hold only reads, or mix reads in. Paths come from a
+// small set under the run's root (root, a, b, c, a/x, a/y, b/x, a/x/q, the
+// first names of root/s sequentials, a path under a missing parent), plus
+// malformed paths and ZooKeeper's /zookeeper nodes, so that operations
+// collide. Scripts start by creating a, b, c and a/x, and most put a
+// persistent-recursive watch on the root and a persistent one on a.
 //
 // # Runs
 //
@@ -77,7 +80,7 @@
 //     root (whose children are every run's root): not generated; creates
 //     of the empty path are.
 //   - Container and TTL expiry (time-based, see above), session expiry,
-//     reconnects and setWatches, reconfig, SASL, whoAmI: not generated.
+//     reconnects and setWatches, reconfig, SASL: not generated.
 //
 // # Differences and shrinking
 //

@@ -301,6 +301,14 @@ func (r *runner) resp(rec jute.Record) string {
 		return "[" + strings.Join(ps, " ") + "]"
 	case *jute.GetAllChildrenNumberResponse:
 		return fmt.Sprint(v.TotalNumber)
+	case *jute.WhoAmIResponse:
+		// Sorted: ZooKeeper keeps a session's identities in a hash set.
+		ids := make([]string, len(v.ClientInfo))
+		for i, c := range v.ClientInfo {
+			ids[i] = c.AuthScheme + ":" + c.User
+		}
+		slices.Sort(ids)
+		return "[" + strings.Join(ids, " ") + "]"
 	case *jute.ErrorResponse:
 		return fmt.Sprintf("err=%d", v.Err)
 	case *jute.MultiResponse:
@@ -372,6 +380,8 @@ func (r *runner) request(op Op) (int32, jute.Record) {
 		return jute.OpGetEphemerals, &jute.GetEphemeralsRequest{PrefixPath: p}
 	case KAllChildren:
 		return jute.OpGetAllChildrenNumber, &jute.GetAllChildrenNumberRequest{Path: p}
+	case KWhoAmI:
+		return jute.OpWhoAmI, nil
 	case KMulti, KMultiRead:
 		m := &jute.MultiRequest{}
 		for _, s := range op.Sub {

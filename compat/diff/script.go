@@ -34,6 +34,7 @@ const (
 	KGetEphemerals Kind = "getEphemerals" // getEphemerals with prefix Path
 	KAllChildren   Kind = "getAllChildrenNumber"
 	KAuth          Kind = "addAuth" // digest auth as Data ("user:password")
+	KWhoAmI        Kind = "whoAmI"  // the session's authenticated identities
 	KOpen          Kind = "open"    // open a new session in the slot
 	KClose         Kind = "close"   // closeSession on the slot
 )
@@ -317,8 +318,10 @@ func (g *gen) op() Op {
 		return Op{Kind: KGetEphemerals, Path: []string{"", "a", "s"}[g.r.IntN(3)]}
 	case n < 88:
 		return Op{Kind: KAllChildren, Path: g.shallow()}
-	case n < 98:
+	case n < 97:
 		return Op{Kind: KAuth, Data: users[g.r.IntN(len(users))]}
+	case n < 98:
+		return Op{Kind: KWhoAmI}
 	default:
 		return Op{Kind: KClose}
 	}
@@ -440,7 +443,7 @@ func (o Op) body() string {
 		return fmt.Sprintf("%s %s mode=%d", o.Kind, p, o.Mode)
 	case KAuth:
 		return fmt.Sprintf("addAuth digest %s", o.Data)
-	case KOpen, KClose:
+	case KOpen, KClose, KWhoAmI:
 		return string(o.Kind)
 	}
 	return fmt.Sprintf("%s %s", o.Kind, p)

@@ -81,7 +81,7 @@ func TestGenerate_Coverage(t *testing.T) {
 	}
 	for _, k := range []Kind{KCreate, KDelete, KSetData, KSetACL, KExists, KGetData, KGetChildren, KGetChildren2,
 		KGetACL, KMulti, KMultiRead, KSync, KAddWatch, KCheckWatches, KRemoveWatches, KGetEphemerals,
-		KAllChildren, KAuth, KOpen, KClose, "check"} {
+		KAllChildren, KAuth, KWhoAmI, KOpen, KClose, "check"} {
 		if !kinds[k] {
 			t.Errorf("no %s step in 30 seeds", k)
 		}
