@@ -28,7 +28,8 @@
 //     config's server.N lines (every run picks free ports);
 //
 // Filtered, because they depend on thread scheduling or on the JVM's
-// installation rather than on the server: SLF4J/log4j/JVM warning lines;
+// installation rather than on the server: SLF4J, log4j and JVM warning
+// lines (including unified-logging lines such as "[0.001s][warning]…");
 // the "WATCHER::" and "WatchedEvent …" lines of the watcher thread, which
 // interleave with command output at arbitrary points (the WatchedEvent
 // lines are extracted and compared separately, in their own order, which

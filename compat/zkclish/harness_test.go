@@ -118,8 +118,9 @@ func runCliSig(s *zkproc.Server, sig *signals, script string, args ...string) cl
 	argv := append([]string{"-server", s.Addr}, args...)
 	cmd := exec.CommandContext(ctx, zkCliPath, argv...)
 	// A small, quick JVM: the client needs neither the C2 compiler nor a
-	// parallel collector, and the cores are shared.
-	cmd.Env = append(os.Environ(), "CLIENT_JVMFLAGS=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss1m")
+	// parallel collector, and the cores are shared; no hsperfdata file,
+	// whose locking between concurrent JVMs prints warnings.
+	cmd.Env = append(os.Environ(), "CLIENT_JVMFLAGS=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData")
 	out := &syncBuffer{}
 	cmd.Stdout = out
 	cmd.Stderr = out
@@ -298,6 +299,7 @@ var (
 		regexp.MustCompile(`^log4j:`),
 		regexp.MustCompile(`^\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d[,.]\d{3}`), // a log line
 		regexp.MustCompile(`^(OpenJDK|Java HotSpot).* VM warning: `),
+		regexp.MustCompile(`^\[\d+\.\d+s\]\[(warning|error|info)\s*\]`), // JVM unified logging
 		regexp.MustCompile(`^Picked up (JAVA_TOOL_OPTIONS|_JAVA_OPTIONS|JDK_JAVA_OPTIONS): `),
 	}
 	zxidRE      = regexp.MustCompile(`^([cmp]Zxid) = (0x[0-9a-f]+)$`)

@@ -22,6 +22,7 @@ func digest(userPassword string) string {
 // with the parent's cversion, get -s reports the owner session and the
 // data length, and a closed session takes its ephemerals with it.
 func TestIntegration_CreateEphemeralSequential(t *testing.T) {
+	t.Parallel()
 	p := startPair(t, zkproc.Options{})
 
 	const first = `create /x
@@ -121,8 +122,12 @@ get -s /x/p-0000000002
 }
 
 // TestIntegration_SetStatDelete: set with and without versions, stat,
-// delete with versions, deleteall of a tree.
+// delete with versions, deleteall of a tree. A deleteall that fails on
+// the server is left out: zkCli 3.8 releases its wait before it records
+// the failure, so "Failed to delete some node(s)" comes or not at random,
+// against either server.
 func TestIntegration_SetStatDelete(t *testing.T) {
+	t.Parallel()
 	p := startPair(t, zkproc.Options{})
 	const script = `create /d v0
 set /d v1
@@ -166,7 +171,6 @@ get -s /z
 set /z "two words"
 get /z
 delete /zookeeper
-deleteall /zookeeper/quota
 ls /zookeeper
 `
 	zkd, zk := both(p, script)
@@ -204,6 +208,7 @@ ls /zookeeper
 // versions and -s), addauth in the owner's session and in others, and the
 // super user.
 func TestIntegration_ACLAuth(t *testing.T) {
+	t.Parallel()
 	opts := zkproc.Options{ExtraCfg: map[string]string{
 		"DigestAuthenticationProvider.superDigest": digest("super:superpw"),
 	}}
@@ -346,8 +351,10 @@ whoami
 
 // TestIntegration_Watches: get -w, ls -w, stat -w, addWatch in both
 // modes, removewatches and printwatches, each event waited for before the
-// script goes on.
+// script goes on. The last event, after printwatches off, is not
+// printed.
 func TestIntegration_Watches(t *testing.T) {
+	t.Parallel()
 	p := startPair(t, zkproc.Options{})
 	const script = `create /w v0
 get -w /w
@@ -383,15 +390,13 @@ removewatches /w -d
 ls -w /w
 removewatches /w -c
 #wait type:ChildWatchRemoved path:/w
-printwatches off
-get -w /w
-set /w v2
-sync /w
-printwatches on
-get /w
 get -w /w
 set /w v3
 #wait type:NodeDataChanged path:/w
+printwatches off
+get -w /w
+set /w v4
+get /w
 `
 	zkd, zk := both(p, script)
 	out := compare(t, "watches", zkd, zk)
@@ -417,12 +422,15 @@ set /w v3
 			t.Errorf("zkd: event after removewatches /r: %s", e)
 		}
 	}
-	wantInOrder(t, "watches", out.Lines, "v0", "[]", "v2")
+	// The event of set /w v4 is not printed: printwatches is off until the
+	// end (turning it back on would race the event thread).
+	wantInOrder(t, "watches", out.Lines, "v0", "[]", "v1", "v3", "v4")
 }
 
 // TestIntegration_CommandLine: one command per JVM, given as arguments,
 // and the exit codes zkCli derives from the outcome.
 func TestIntegration_CommandLine(t *testing.T) {
+	t.Parallel()
 	p := startPair(t, zkproc.Options{})
 	cases := []struct {
 		args     []string
@@ -460,6 +468,7 @@ func TestIntegration_CommandLine(t *testing.T) {
 // waits), with failures in the middle, history, redo, close and connect;
 // the exit code follows the last command.
 func TestIntegration_Scripted(t *testing.T) {
+	t.Parallel()
 	p := startPair(t, zkproc.Options{})
 	const script = `create /s a
 create /s b
@@ -544,6 +553,7 @@ addWatch -m BOGUS /s
 // zkCli (which exits without closing its session) shows its owner on every
 // member, and config prints the membership.
 func TestIntegration_Ensemble(t *testing.T) {
+	t.Parallel()
 	requireZkCli(t)
 	zkds := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{})
 	zks := zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{})
@@ -607,6 +617,7 @@ get /e/priv
 // TTL nodes (create -t, sequential too) next to containers (create -c);
 // their Stat is compared (a TTL node reports ephemeralOwner 0x0).
 func TestIntegration_ExtendedTypes(t *testing.T) {
+	t.Parallel()
 	p := startPair(t, zkproc.Options{ExtraCfg: map[string]string{"extendedTypesEnabled": "true"}})
 	const script = `create -t 600000 /ttl data
 get -s /ttl
@@ -652,6 +663,7 @@ func twoClients(p pair, a, b string) (zkdA, zkdB, zkA, zkB cliRun) {
 // ephemeral owned by A's live session, a watch set by B fires on A's
 // write, and A's quit deletes its ephemeral with a NodeDeleted to B.
 func TestIntegration_TwoSessions(t *testing.T) {
+	t.Parallel()
 	p := startPair(t, zkproc.Options{})
 	const a = `create /two v0
 create -e /two/eph mine
@@ -665,9 +677,9 @@ quit
 `
 	const b = `#await made
 get -s /two/eph
-get -w /two
 stat -w /two/eph
-#wait numChildren = 0
+get -w /two
+#wait v0
 #signal watching
 #wait type:NodeDataChanged path:/two
 get /two
@@ -700,6 +712,7 @@ ls /two
 // shows it (Stat, ACLs, what may be changed), the root node, client-side
 // path checks, non-ASCII names and data, and versions of -1.
 func TestIntegration_SystemNodesAndPaths(t *testing.T) {
+	t.Parallel()
 	p := startPair(t, zkproc.Options{})
 	const script = `get -s /zookeeper/config
 getAcl /zookeeper/config

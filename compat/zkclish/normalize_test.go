@@ -21,6 +21,7 @@ func TestNormalize(t *testing.T) {
 				"2026-11-21 23:00:00,123 [myid:] - INFO  [main:Environment@98] - Client environment\n" +
 				"OpenJDK 64-Bit Server VM warning: Options -Xverify:none deprecated\n" +
 				"Picked up JAVA_TOOL_OPTIONS: -Dx=y\n" +
+				"[0.001s][warning][perf,memops] Cannot use file /tmp/hsperfdata_root/1434 because it is locked\n" +
 				"Created /a\n",
 			wantLines: []string{"Created /a"},
 		},
