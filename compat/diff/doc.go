@@ -110,7 +110,7 @@
 // the run's root, and the trace lines are zkd's and ZooKeeper's replies:
 //
 //  1. checkWatches on a path another session watches: ZooKeeper 3.8
-//     answers OK, zkd NoWatcher (seeds 2, 5, 6, 7, 10, 21, 22, 28, 29):
+//     answers OK, zkd NoWatcher (seeds 2, 5, 7, 10, 21, 22, 28, 29):
 //     s1 exists /R/b/x watch=true; s0 checkWatches /R/b/x type=2.
 //  2. A multi (opcode 14) holding a create, create2 or createContainer
 //     with a TTL mode (5, 6): ZooKeeper refuses the whole request with

@@ -272,7 +272,7 @@ func (r *runner) resp(rec jute.Record) string {
 	case *jute.ExistsResponse:
 		return r.stat(&v.Stat)
 	case *jute.GetDataResponse:
-		return fmt.Sprintf("data=%q %s", v.Data, r.stat(&v.Stat))
+		return fmt.Sprintf("data=%s %s", shortData(v.Data), r.stat(&v.Stat))
 	case *jute.SetDataResponse:
 		return r.stat(&v.Stat)
 	case *jute.SetACLResponse:
@@ -326,6 +326,14 @@ func (r *runner) resp(rec jute.Record) string {
 		return "[" + strings.Join(parts, "; ") + "]"
 	}
 	return fmt.Sprintf("%T %+v", rec, rec)
+}
+
+// shortData quotes data, abbreviating long runs of one byte.
+func shortData(b []byte) string {
+	if len(b) > 16 && strings.Count(string(b), string(b[:1])) == len(b) {
+		return fmt.Sprintf("%q*%d", b[:1], len(b))
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 func (r *runner) children(c []string) string {

@@ -190,7 +190,7 @@ func (g *gen) version() int32 {
 }
 
 func (g *gen) data() string {
-	return []string{"", "d1", "data-two", "x"}[g.r.IntN(4)]
+	return []string{"", "d1", "data-two", "x", strings.Repeat("k", 1000)}[g.r.IntN(5)]
 }
 
 func (g *gen) acl() []jute.ACL {
@@ -420,7 +420,7 @@ func (o Op) body() string {
 	}
 	switch o.Kind {
 	case KCreate:
-		s := fmt.Sprintf("%s %s mode=%d data=%q acl=%s", jute.OpName(o.Code), p, o.Mode, o.Data, aclString(o.ACL))
+		s := fmt.Sprintf("%s %s mode=%d data=%s acl=%s", jute.OpName(o.Code), p, o.Mode, shortData([]byte(o.Data)), aclString(o.ACL))
 		if o.Code == jute.OpCreateTTL || o.TTL != 0 {
 			s += fmt.Sprintf(" ttl=%d", o.TTL)
 		}
@@ -428,7 +428,7 @@ func (o Op) body() string {
 	case KDelete, "check":
 		return fmt.Sprintf("%s %s version=%d", o.Kind, p, o.Version)
 	case KSetData:
-		return fmt.Sprintf("setData %s data=%q version=%d", p, o.Data, o.Version)
+		return fmt.Sprintf("setData %s data=%s version=%d", p, shortData([]byte(o.Data)), o.Version)
 	case KSetACL:
 		return fmt.Sprintf("setACL %s acl=%s version=%d", p, aclString(o.ACL), o.Version)
 	case KExists, KGetData, KGetChildren, KGetChildren2:
