@@ -35,9 +35,9 @@ func exclude(t *testing.T) *regexp.Regexp {
 var ciSeeds = []uint64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
 	21, 22, 23, 24, 25, 26, 27, 28, 29, 30}
 
-// serverOpts are the settings both servers run with: TTL nodes allowed,
-// and container/TTL sweeps pushed out of any test's lifetime so that they
-// never race the script.
+// startPair starts ZooKeeper 3.8 and zkd with the same settings: TTL nodes
+// allowed, and container/TTL sweeps pushed out of any test's lifetime so
+// that they never race a script.
 func startPair(t *testing.T) *Pair {
 	t.Helper()
 	const interval = "-Dznode.container.checkIntervalMs=86400000"

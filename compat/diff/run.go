@@ -115,7 +115,7 @@ func (t *Target) Run(s Script) (*Trace, error) {
 	r.zxid(hdr.Zxid)
 	for _, op := range s.Ops {
 		r.tr.Steps = append(r.tr.Steps, r.step(op))
-		r.drain(false)
+		r.drain()
 	}
 	for i := range r.slots {
 		r.settle(i)
@@ -150,11 +150,11 @@ func (r *runner) settle(i int) {
 		return
 	}
 	c.Call(jute.OpExists, &jute.ExistsRequest{Path: "/"}, &jute.ExistsResponse{})
-	r.drain(true)
+	r.drain()
 }
 
 // drain moves the events that have arrived into the trace.
-func (r *runner) drain(_ bool) {
+func (r *runner) drain() {
 	for i := range r.slots {
 		c := r.slots[i].c
 		if c == nil {
