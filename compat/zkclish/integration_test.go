@@ -281,6 +281,41 @@ whoami
 		"digest: alice",
 	)
 
+	// ACL validation: each id checked by its scheme's rules.
+	const validate = `create /v x
+setAcl /v ip:999.1.1.1:r
+setAcl /v ip:127.0.0.0/33:r
+setAcl /v ip:abc:r
+setAcl /v digest:bob:r
+setAcl /v world:bob:r
+setAcl /v x509:CN=foo:r
+setAcl /v super:bob:r
+setAcl /v auth:bob:cdrwa
+getAcl /v
+setAcl /v ip:127.0.0.0/8:cdrwa,sasl:bob:cdrwa
+getAcl /v
+setAcl /v world:anyone:cdrwa,world:anyone:r
+getAcl /v
+setAcl /v world:anyone:rrr
+getAcl /v
+create /v2 x world:anyone:cdrwa,ip:1.2.3.4:r
+getAcl -s /v2
+`
+	zkd, zk = both(p, validate)
+	out = compare(t, "acl validation", zkd, zk)
+	wantInOrder(t, "acl validation", out.Lines,
+		"Acl is not valid : /v", "Acl is not valid : /v", "Acl is not valid : /v",
+		"Acl is not valid : /v", "Acl is not valid : /v", "Acl is not valid : /v",
+		"Acl is not valid : /v", "Acl is not valid : /v",
+		"'world,'anyone", ": cdrwa",
+		"Acl is not valid : /v", // the sasl id is refused, so the whole list
+		"'world,'anyone", ": cdrwa",
+		"'world,'anyone", ": cdrwa", "'world,'anyone", ": r",
+		"'world,'anyone", ": r",
+		"Created /v2",
+		"'world,'anyone", ": cdrwa", "'ip,'1.2.3.4", ": r", "aclVersion = 0",
+	)
+
 	// Another session sees the ACLs; wrong credentials do not open them.
 	other := `get /priv
 getAcl /priv
@@ -495,6 +530,7 @@ listquota /s
 delquota /s
 listquota /s
 config
+config -s
 version
 create -t 1000 /s/ttl
 create -e -s -c /s/bad
@@ -551,7 +587,8 @@ addWatch -m BOGUS /s
 // zkd ensemble and of a three-member ZooKeeper ensemble. Writes through one
 // member are read through the others, an ephemeral left by a command-line
 // zkCli (which exits without closing its session) shows its owner on every
-// member, and config prints the membership.
+// member, config prints the membership and config -s its Stat, and
+// reconfig answers that reconfiguration is disabled (the default).
 func TestIntegration_Ensemble(t *testing.T) {
 	t.Parallel()
 	requireZkCli(t)
@@ -604,8 +641,14 @@ get /e/priv
 	zkd, zk = bothOn(zkds[0], zks[0], "sync /e\nls -s /e\n")
 	out = compare(t, "list on member 1", zkd, zk)
 	wantInOrder(t, "list on member 1", out.Lines, "[p-0000000001, priv]", "cversion = 6", "numChildren = 2")
-	zkd, zk = bothOn(zkds[2], zks[2], "config\n")
+	zkd, zk = bothOn(zkds[2], zks[2], "config\nconfig -s\nreconfig -remove 3\nreconfig -add server.4=127.0.0.1:1:2;3\nconfig\n")
 	out = compare(t, "config on member 3", zkd, zk)
+	// A static configuration has version 0, and /zookeeper/config's mZxid
+	// is that version (ZooKeeper 3.8 prints mZxid = 0x0 here).
+	if st := statBlock(out.Lines, "version=0"); st == nil || st["mZxid"] != "0x0" {
+		t.Errorf("zkd: config -s on member 3: /zookeeper/config mZxid = %q, ZooKeeper 3.8 shows 0x0 (the config version); raw output:\n%s",
+			st["mZxid"], zkd.Out)
+	}
 	for _, m := range zkds {
 		if !strings.Contains(zkd.Out, fmt.Sprintf(";127.0.0.1:%d", m.Port)) {
 			t.Errorf("zkd: config on member 3 lacks member on client port %d:\n%s", m.Port, strings.Join(out.Lines, "\n"))
