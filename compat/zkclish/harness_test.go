@@ -434,7 +434,7 @@ func compare(t *testing.T, what string, zkd, zk cliRun) normalized {
 	nd, nz := normalize(zkd.Out, zkd.Sessions), normalize(zk.Out, zk.Sessions)
 	bad := false
 	if d := lineDiff(nz.Lines, nd.Lines); d != "" {
-		t.Errorf("%s: zkCli output differs (- ZooKeeper 3.8, + zkd):\n%s", what, d)
+		t.Errorf("%s: zkCli output differs (- ZooKeeper 3.8, + zkd):\n%s", what, clip(d))
 		bad = true
 	}
 	if d := lineDiff(nz.Events, nd.Events); d != "" {
@@ -446,10 +446,30 @@ func compare(t *testing.T, what string, zkd, zk cliRun) normalized {
 		bad = true
 	}
 	if bad || testing.Verbose() {
-		t.Logf("%s: raw zkd output (exit %d):\n%s", what, zkd.Code, zkd.Out)
-		t.Logf("%s: raw ZooKeeper output (exit %d):\n%s", what, zk.Code, zk.Out)
+		t.Logf("%s: raw zkd output (exit %d):\n%s", what, zkd.Code, clip(zkd.Out))
+		t.Logf("%s: raw ZooKeeper output (exit %d):\n%s", what, zk.Code, clip(zk.Out))
 	}
 	return nd
+}
+
+// clipWidth is the longest line clip keeps whole.
+const clipWidth = 300
+
+// clip shortens every line of s longer than clipWidth, for logs.
+func clip(s string) string {
+	var sb strings.Builder
+	for line := range strings.Lines(s) {
+		body := strings.TrimRight(line, "\n")
+		if len(body) > clipWidth {
+			fmt.Fprintf(&sb, "%s… (%d bytes)", body[:clipWidth], len(body))
+			if len(body) < len(line) {
+				sb.WriteString("\n")
+			}
+			continue
+		}
+		sb.WriteString(line)
+	}
+	return sb.String()
 }
 
 // lineDiff returns a minimal diff of a and b (lines from a only prefixed
@@ -502,8 +522,8 @@ func wantInOrder(t *testing.T, what string, lines []string, want ...string) {
 		}
 	}
 	if i < len(want) {
-		t.Errorf("%s: zkd output lacks %q (after %q) in order; output:\n%s",
-			what, want[i], want[:i], strings.Join(lines, "\n"))
+		t.Error(clip(fmt.Sprintf("%s: zkd output lacks %q (after %q) in order; output:\n%s",
+			what, want[i], want[:i], strings.Join(lines, "\n"))))
 	}
 }
 

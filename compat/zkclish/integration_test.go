@@ -753,7 +753,8 @@ ls /two
 
 // TestIntegration_SystemNodesAndPaths: the /zookeeper subtree as zkCli
 // shows it (Stat, ACLs, what may be changed), the root node, client-side
-// path checks, non-ASCII names and data, and versions of -1.
+// path checks, non-ASCII names and data, versions of -1, and data at and
+// over jute.maxbuffer.
 func TestIntegration_SystemNodesAndPaths(t *testing.T) {
 	t.Parallel()
 	p := startPair(t, zkproc.Options{})
@@ -825,4 +826,23 @@ ls /
 		"dataVersion = 1", // set -v -1 matches any version
 		"[zookeeper, \u00fc]",
 	)
+
+	// Data near jute.maxbuffer (0xfffff bytes): 1,000,000 bytes are
+	// stored; 1,100,000 make the server drop the connection, the client
+	// reports ConnectionLoss, reconnects with the same session and goes on.
+	big := "create /big " + strings.Repeat("a", 1000000) + "\nget -s /big\n" +
+		"create /big2 " + strings.Repeat("b", 1100000) + "\nls /\nstat /big2\n"
+	zkd, zk = both(p, big)
+	out = compare(t, "large data", zkd, zk)
+	wantInOrder(t, "large data", out.Lines,
+		"Created /big",
+		strings.Repeat("a", 1000000),
+		"dataLength = 1000000",
+		"KeeperErrorCode = ConnectionLoss for /big2",
+		"[big, zookeeper, \u00fc]",
+		"Node does not exist: /big2",
+	)
+	if !strings.Contains(zkd.Out, "state:Disconnected") {
+		t.Errorf("zkd: no Disconnected event after a frame over jute.maxbuffer")
+	}
 }

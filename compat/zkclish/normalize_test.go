@@ -127,3 +127,17 @@ func TestStatBlock(t *testing.T) {
 		t.Fatalf("statBlock after an absent line = %v, want nil", st)
 	}
 }
+
+func TestClip(t *testing.T) {
+	long := strings.Repeat("x", clipWidth+5)
+	tests := []struct{ in, want string }{
+		{"short\nlines\n", "short\nlines\n"},
+		{long + "\nnext", long[:clipWidth] + "… (305 bytes)\nnext"},
+		{"a\n" + long, "a\n" + long[:clipWidth] + "… (305 bytes)"},
+	}
+	for _, tt := range tests {
+		if got := clip(tt.in); got != tt.want {
+			t.Errorf("clip(%.20q…) = %.60q…, want %.60q…", tt.in, got, tt.want)
+		}
+	}
+}
