@@ -25,7 +25,7 @@
 //   - the order of getEphemerals' paths and of whoami's ids, which
 //     ZooKeeper takes from hash sets: both are sorted;
 //   - the server address in "Connecting to host:port" and the ports of
-//     config's server.N lines (every run picks free ports);
+//     config's server.N lines (every run picks free ports).
 //
 // Filtered, because they depend on thread scheduling or on the JVM's
 // installation rather than on the server: SLF4J, log4j and JVM warning
@@ -36,6 +36,19 @@
 // the single event thread keeps; connection-state events, type:None, are
 // dropped because the final Closed event races System.exit); and blank
 // lines, which the watcher thread prints with every event.
+//
+// Scripts may carry harness directives (lines starting with '#', never
+// sent to zkCli; see runCli): #wait TEXT holds the script until zkCli has
+// printed TEXT (so a watch event is in before the script goes on),
+// #session reads the zkCli's session id from cons, and #signal/#await
+// order two zkCli processes running at once.
+//
+// Left out on purpose, because zkCli 3.8 itself prints them at random
+// against either server: the "Failed to delete some node(s)" message of a
+// deleteall the server refuses (the client releases its wait before it
+// records the failure), the order of the events of a removewatches -a that
+// removes several kinds of watch at once, and a watch event printed around
+// printwatches on.
 //
 // The tests are named TestIntegration_* so that `go test -skip Integration`
 // leaves only the unit tests of the normalizer. Without Debian's zookeeper
