@@ -846,3 +846,34 @@ ls /
 		t.Errorf("zkd: no Disconnected event after a frame over jute.maxbuffer")
 	}
 }
+
+// TestIntegration_AuthACLOrder: create with the auth scheme while several
+// digest identities are authenticated stores one ACL entry per identity;
+// getAcl lists them in the order the server stored them. ZooKeeper 3.8
+// stores them in the iteration order of the connection's auth-info hash
+// set (deterministic for a given set of ids); this test keeps that order
+// as the reference.
+func TestIntegration_AuthACLOrder(t *testing.T) {
+	t.Parallel()
+	p := startPair(t, zkproc.Options{})
+	const script = `addauth digest mike:a
+addauth digest b:b
+addauth digest zz:c
+addauth digest anna:c
+addauth digest q1:c
+create /m x auth::cdrwa
+getAcl /m
+`
+	zkd, zk := both(p, script)
+	out := compare(t, "auth ACL order", zkd, zk)
+	var ids []string
+	for _, l := range out.Lines {
+		if strings.HasPrefix(l, "'digest,'") {
+			user, _, _ := strings.Cut(strings.TrimPrefix(l, "'digest,'"), ":")
+			ids = append(ids, user)
+		}
+	}
+	if got := strings.Join(ids, ","); got != "b,anna,mike,q1,zz" {
+		t.Errorf("zkd: getAcl /m lists the auth-expanded digest ids as %s; ZooKeeper 3.8 lists b,anna,mike,q1,zz", got)
+	}
+}
