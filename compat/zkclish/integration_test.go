@@ -877,3 +877,48 @@ getAcl /m
 		t.Errorf("zkd: getAcl /m lists the auth-expanded digest ids as %s; ZooKeeper 3.8 lists b,anna,mike,q1,zz", got)
 	}
 }
+
+// TestIntegration_Quota: setquota, listquota and delquota with soft and
+// hard limits, and hard limits enforced (zookeeper.enforceQuota, set as the
+// zoo.cfg key enforceQuota, which both servers turn into the property).
+func TestIntegration_Quota(t *testing.T) {
+	t.Parallel()
+	p := startPair(t, zkproc.Options{ExtraCfg: map[string]string{"enforceQuota": "true"}})
+	const script = `create /hq
+setquota -N 3 /hq
+setquota -B 10 /hq
+listquota /hq
+create /hq/a
+create /hq/b
+create /hq/c
+set /hq/a 12345678901
+set /hq/a 1234
+listquota /hq
+setquota -n 1 /hq/a
+setquota -n 1 /hq
+delquota -N /hq
+create /hq/c
+listquota /hq
+delquota /hq
+listquota /hq
+deleteall /hq
+ls /zookeeper/quota
+`
+	zkd, zk := both(p, script)
+	out := compare(t, "quota", zkd, zk)
+	wantInOrder(t, "quota", out.Lines,
+		"Created /hq",
+		"Output quota for /hq count=-1,bytes=-1=;byteHardLimit=10;countHardLimit=3",
+		"Output stat for /hq count=1,bytes=0",
+		"Created /hq/a",
+		"Created /hq/b",
+		"Quota has exceeded : /hq/c", // /hq counts itself: 3 nodes
+		"Quota has exceeded : /hq/a", // 11 bytes over the 10-byte limit
+		"Output quota for /hq count=-1,bytes=-1=;byteHardLimit=10;countHardLimit=3",
+		"Output stat for /hq count=3,bytes=4",
+		"/hq/a has a parent /hq which has a quota",
+		"Created /hq/c", // the count hard limit is gone
+		"quota for /hq does not exist.",
+		"[]",
+	)
+}
