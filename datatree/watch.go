@@ -99,7 +99,7 @@ func (s *watchSet) del(w Watcher) {
 }
 
 func (s *watchSet) len() int {
-	if s.w == nil {
+	if s == nil || s.w == nil {
 		return 0
 	}
 	return 1 + len(s.more)
@@ -157,12 +157,12 @@ func (wt *watchTable) add(path string, w Watcher, mode int32) {
 	}
 }
 
-func (wt *watchTable) contains(path string, w Watcher) bool {
-	_, ok := wt.byPath[path].get(w)
-	return ok
+// watched answers checkWatches as ZooKeeper 3.8's WatchManager.containsWatcher
+// does: true when any connection watches path, not only w.
+func (wt *watchTable) watched(path string, w Watcher) bool {
+	return wt.byPath[path].len() > 0
 }
 
-// remove drops w's watch on path and reports whether there was one.
 func (wt *watchTable) remove(path string, w Watcher) bool {
 	ws := wt.byPath[path]
 	mode, ok := ws.get(w)
@@ -290,19 +290,22 @@ func (t *Tree) AddWatch(path string, w Watcher, mode int32) error {
 	return nil
 }
 
-// CheckWatches reports whether w has a watch of typ (jute.WatcherType*) on
-// path: ErrNoWatcher if not, ErrBadArguments for an unknown type.
+// CheckWatches reports, as ZooKeeper 3.8 does, whether path is watched for
+// typ (jute.WatcherType*) by any connection: ZooKeeper's answer does not
+// depend on who asks (nor on recursive watches on ancestors), and zkd keeps
+// that so clients see the same replies. It returns ErrNoWatcher if not,
+// ErrBadArguments for an unknown type.
 func (t *Tree) CheckWatches(path string, w Watcher, typ int32) error {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
 	var found bool
 	switch typ {
 	case jute.WatcherTypeChildren:
-		found = t.childW.contains(path, w)
+		found = t.childW.watched(path, w)
 	case jute.WatcherTypeData:
-		found = t.dataW.contains(path, w)
+		found = t.dataW.watched(path, w)
 	case jute.WatcherTypeAny:
-		found = t.childW.contains(path, w) || t.dataW.contains(path, w)
+		found = t.childW.watched(path, w) || t.dataW.watched(path, w)
 	default:
 		return pathErr(ErrBadArguments, path)
 	}

@@ -253,7 +253,8 @@ func TestCheckAndRemoveWatches(t *testing.T) {
 		{"check data", func() error { return tr.CheckWatches("/a", w, jute.WatcherTypeData) }, nil},
 		{"check children", func() error { return tr.CheckWatches("/a", w, jute.WatcherTypeChildren) }, nil},
 		{"check any", func() error { return tr.CheckWatches("/a", w, jute.WatcherTypeAny) }, nil},
-		{"check other watcher", func() error { return tr.CheckWatches("/a", other, jute.WatcherTypeAny) }, ErrNoWatcher},
+		// As ZooKeeper 3.8: a path watched by anyone answers yes.
+		{"check other watcher", func() error { return tr.CheckWatches("/a", other, jute.WatcherTypeAny) }, nil},
 		{"check other path", func() error { return tr.CheckWatches("/b", w, jute.WatcherTypeData) }, ErrNoWatcher},
 		{"check bad type", func() error { return tr.CheckWatches("/a", w, 9) }, ErrBadArguments},
 		{"remove data", func() error { return tr.RemoveWatches("/a", w, jute.WatcherTypeData) }, nil},
@@ -422,4 +423,18 @@ func TestEventsQueuedBeforeDataVisible(t *testing.T) {
 			t.Fatalf("event %d delivered after the write lock was released", i)
 		}
 	}
+}
+
+// TestCheckWatchesRecursiveAncestor: as in ZooKeeper 3.8, a
+// persistent-recursive watch on an ancestor does not answer checkWatches
+// for a path below it; one on the path itself does.
+func TestCheckWatchesRecursiveAncestor(t *testing.T) {
+	h := newHarness(t, DefaultConfig())
+	tr := h.tree
+	w := &recorder{name: "w"}
+	if err := tr.AddWatch("/r", w, jute.AddWatchModePersistentRecursive); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, "below the recursive watch", tr.CheckWatches("/r/a", w, jute.WatcherTypeData), ErrNoWatcher)
+	wantErr(t, "on the recursive watch", tr.CheckWatches("/r", w, jute.WatcherTypeData), nil)
 }

@@ -152,8 +152,12 @@ func (b *fakeBackend) apply(r *zab.Request) zab.Result {
 		}
 		return zab.Result{Zxid: zxid}
 	}
-	rec, _ := jute.NewRequest(r.Op)
-	if rec == nil || jute.Decode(r.Body, rec) != nil {
+	if r.Reject != 0 {
+		b.Tree().NoteZxid(zxid)
+		return zab.Result{Zxid: zxid, Err: r.Reject}
+	}
+	rec, err := jute.DecodeRequest(r.Op, r.Body)
+	if rec == nil || err != nil {
 		b.Tree().NoteZxid(zxid)
 		return zab.Result{Zxid: zxid, Err: jute.CodeMarshallingError}
 	}

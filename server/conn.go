@@ -464,24 +464,30 @@ func (c *conn) prepare(sl *slot, body []byte) {
 		sl.closeAfter = true
 		return
 	}
+	var reject jute.Code
 	if rec != nil {
+		// Trailing bytes are ignored, as ZooKeeper does.
 		d := jute.NewDecoder(body)
 		rec.Decode(d)
-		// Reads tolerate trailing bytes as ZooKeeper does; writes must
-		// decode exactly, as the log's apply decodes them again strictly.
-		if d.Err() != nil || isWrite(sl.op) && d.Remaining() != 0 {
-			c.logger().Debug("malformed request body", zap.String("op", opName(sl.op)),
-				zap.Error(d.Err()), zap.Int("trailing", d.Remaining()))
-			sl.code = jute.CodeMarshallingError
-			return
+		if d.Err() != nil {
+			c.logger().Debug("malformed request body", zap.String("op", opName(sl.op)), zap.Error(d.Err()))
+			if !isWrite(sl.op) {
+				sl.code = jute.CodeMarshallingError
+				return
+			}
+			// A malformed write still goes through the log, where it
+			// fails with MarshallingError and consumes a zxid, as in
+			// ZooKeeper.
+		} else {
+			sl.path = pathOf(rec)
 		}
-		sl.path = pathOf(rec)
 	}
 	switch sl.op {
 	case jute.OpReconfig:
 		if !c.s.cfg.ReconfigEnabled {
-			sl.code = jute.CodeReconfigDisabled
-			return
+			// Refused, but through the log: ZooKeeper's refusal is an
+			// error txn with its own zxid.
+			reject = jute.CodeReconfigDisabled
 		}
 	case jute.OpMultiRead:
 		if !rec.(*jute.MultiRequest).IsRead() && len(rec.(*jute.MultiRequest).Ops) > 0 {
@@ -501,7 +507,7 @@ func (c *conn) prepare(sl *slot, body []byte) {
 		// The frame buffer is reused for the next frame: the log keeps
 		// its own copy of the body.
 		sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(),
-			Body: append([]byte(nil), body...)})
+			Body: append([]byte(nil), body...), Reject: reject})
 		return
 	}
 	sl.req = rec

@@ -27,23 +27,36 @@ func TestUnknownOpcodeClosesConnection(t *testing.T) {
 	c.expectClosed()
 }
 
+// TestMalformedBodyKeepsConnection: a malformed body gets MarshallingError
+// and the connection goes on. A malformed read is answered at once; a
+// malformed write goes through the log and consumes a zxid, as ZooKeeper's
+// error txn does.
 func TestMalformedBodyKeepsConnection(t *testing.T) {
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.addr)
 	c.session()
-	for _, op := range []int32{jute.OpGetData, jute.OpCreate} {
+	before := ts.b.LastZxid()
+	for _, tc := range []struct {
+		op      int32
+		newZxid bool
+		submits int
+	}{{jute.OpGetData, false, 1}, {jute.OpCreate, true, 2}} {
 		e := jute.NewEncoder(nil)
-		(&jute.RequestHeader{Xid: 3, Type: op}).Encode(e)
+		(&jute.RequestHeader{Xid: 3, Type: tc.op}).Encode(e)
 		c.write(frameOf(append(e.Bytes(), 0, 0, 0)))
-		if h := c.reply(nil); h.Xid != 3 || h.Err != jute.CodeMarshallingError {
-			t.Fatalf("op %d: reply %+v, want MarshallingError", op, h)
+		h := c.reply(nil)
+		if h.Xid != 3 || h.Err != jute.CodeMarshallingError {
+			t.Fatalf("op %d: reply %+v, want MarshallingError", tc.op, h)
+		}
+		if got := h.Zxid > before; got != tc.newZxid {
+			t.Fatalf("op %d: reply zxid 0x%x after 0x%x: new zxid %v, want %v", tc.op, h.Zxid, before, got, tc.newZxid)
+		}
+		if n := ts.b.submitCount(); n != tc.submits {
+			t.Fatalf("op %d: backend saw %d submits, want %d", tc.op, n, tc.submits)
 		}
 	}
 	if h := c.call(-2, jute.OpPing, nil, nil); h.Xid != jute.XidPing || h.Err != 0 {
 		t.Fatalf("ping after malformed body: %+v", h)
-	}
-	if n := ts.b.submitCount(); n != 1 {
-		t.Fatalf("backend saw %d submits, want only createSession", n)
 	}
 }
 

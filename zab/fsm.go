@@ -202,6 +202,10 @@ func (f *fsm) applyRequest(tree *datatree.Tree, zxid int64, e *entry) Result {
 		res.Err = ErrUnknownSession
 		return res
 	}
+	if r.Reject != 0 {
+		res.Err = r.Reject
+		return res
+	}
 	if r.Op == jute.OpReconfig {
 		res.Resp, res.Err = f.applyReconfig(tree, tx, r.Body)
 		return res
@@ -217,10 +221,11 @@ func (f *fsm) applyReconfig(tree *datatree.Tree, tx *datatree.Txn, body []byte) 
 	if f.reconfig == nil {
 		return nil, jute.CodeUnimplemented
 	}
-	var req jute.ReconfigRequest
-	if err := jute.Decode(body, &req); err != nil {
+	rec, err := jute.DecodeRequest(jute.OpReconfig, body)
+	if err != nil {
 		return nil, errMalformed
 	}
+	req := *rec.(*jute.ReconfigRequest)
 	cur, _, err := tree.GetData(datatree.ConfigPath, nil, nil)
 	if err != nil {
 		return nil, err
@@ -239,17 +244,24 @@ func (f *fsm) applyReconfig(tree *datatree.Tree, tx *datatree.Txn, body []byte) 
 	return &jute.GetDataResponse{Data: data, Stat: st}, nil
 }
 
+// poisonOp is an op type no multi carries: the tree fails it with
+// BadArguments where it stands (see applyMulti).
+const poisonOp int32 = -1000
+
 // errMalformed answers a body that does not decode; the server checks
 // bodies before submitting, so this only guards the log.
 var errMalformed = jute.CodeMarshallingError
 
 // applyWrite decodes a client write and applies it to the tree.
 func applyWrite(tree *datatree.Tree, tx *datatree.Txn, op int32, body []byte) (jute.Record, error) {
-	req, known := jute.NewRequest(op)
-	if !known || req == nil {
+	// Decode as ZooKeeper's PrepRequestProcessor does: trailing bytes are
+	// ignored, and a body that does not decode (or a multi of op 14 with
+	// reads in it) is a MarshallingError that still consumes its zxid.
+	req, err := jute.DecodeRequest(op, body)
+	switch {
+	case errors.Is(err, jute.ErrUnknownOp) || err == nil && req == nil:
 		return nil, jute.CodeUnimplemented
-	}
-	if err := jute.Decode(body, req); err != nil {
+	case err != nil:
 		return nil, errMalformed
 	}
 	switch q := req.(type) {
@@ -291,7 +303,20 @@ func createResponse(op int32, path string, st jute.Stat, err error) (jute.Record
 
 func applyMulti(tree *datatree.Tree, tx *datatree.Txn, q *jute.MultiRequest) (jute.Record, error) {
 	ops := make([]datatree.Op, 0, len(q.Ops))
-	for _, m := range q.Ops {
+	poison := -1
+	for i, m := range q.Ops {
+		if r, ok := m.Req.(*jute.CreateRequest); ok && (r.Flags == jute.ModePersistentWithTTL || r.Flags == jute.ModePersistentSequentialWithTTL) {
+			// ZooKeeper takes a TTL mode's record as a CreateTTLRequest
+			// and, when it is not one, fails the whole multi with
+			// MarshallingError once it reaches that op (an earlier
+			// failing op makes it a plain -2). An op type the tree does
+			// not know fails right there, so the tree tells which.
+			if poison < 0 {
+				poison = i
+			}
+			ops = append(ops, datatree.Op{Type: poisonOp, Path: r.Path})
+			continue
+		}
 		op := datatree.Op{Type: m.Type}
 		switch r := m.Req.(type) {
 		case *jute.CreateRequest:
@@ -305,12 +330,15 @@ func applyMulti(tree *datatree.Tree, tx *datatree.Txn, q *jute.MultiRequest) (ju
 		case *jute.CheckVersionRequest:
 			op.Path, op.Version = r.Path, r.Version
 		default:
-			// multiRead ops or anything else inside a write multi.
-			return nil, jute.CodeBadArguments
+			// DecodeRequest refuses reads inside a write multi.
+			return nil, errMalformed
 		}
 		ops = append(ops, op)
 	}
-	results, _ := tree.Multi(tx, ops)
+	results, failed := tree.Multi(tx, ops)
+	if failed && poison >= 0 && errors.Is(results[poison].Err, datatree.ErrBadArguments) {
+		return nil, errMalformed
+	}
 	resp := &jute.MultiResponse{Results: make([]jute.MultiResult, len(results))}
 	for i, r := range results {
 		mr := &resp.Results[i]

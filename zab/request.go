@@ -37,6 +37,10 @@ type Request struct {
 	Body []byte
 	// Timeout is the negotiated session timeout in ms, OpCreateSession only.
 	Timeout int32
+	// Reject, when not 0, makes the entry apply as a failed write with
+	// this code: nothing changes but the write consumes its zxid, as
+	// ZooKeeper's error txns do (a reconfig while reconfigEnabled is false).
+	Reject jute.Code
 }
 
 // Result is the outcome of a Request once its entry applied on this member.
@@ -95,6 +99,7 @@ func (r *Request) Encode(enc *jute.Encoder) {
 		r.Auth[i].Encode(enc)
 	}
 	enc.WriteBuffer(r.Body)
+	enc.WriteInt(int32(r.Reject))
 }
 
 // Decode reads what Encode wrote; errors stick in d.
@@ -110,4 +115,5 @@ func (r *Request) Decode(d *jute.Decoder) {
 		r.Auth = append(r.Auth, id)
 	}
 	r.Body = d.ReadBuffer()
+	r.Reject = jute.Code(d.ReadInt())
 }

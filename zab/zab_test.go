@@ -400,3 +400,51 @@ func TestNodeForwardedRequests(t *testing.T) {
 		t.Fatalf("mode %q standalone %v leader %v", n.Mode(), n.Standalone(), n.IsLeader())
 	}
 }
+
+// TestFSMErrorTxns: requests ZooKeeper refuses in PrepRequestProcessor
+// still consume a zxid and answer ZooKeeper's code.
+func TestFSMErrorTxns(t *testing.T) {
+	world := []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}
+	multi := func(ops ...jute.MultiOp) []byte { return jute.Encode(&jute.MultiRequest{Ops: ops}) }
+	ttlCreate := jute.MultiOp{Type: jute.OpCreate, Req: &jute.CreateRequest{Path: "/t", Acl: world, Flags: jute.ModePersistentWithTTL}}
+	tests := []struct {
+		name string
+		req  Request
+		want jute.Code
+		// wantResults, when set, is the per-op codes of a failed multi.
+		wantResults []jute.Code
+	}{
+		{"malformed body", Request{Op: jute.OpCreate, Body: []byte{0, 0, 0}}, jute.CodeMarshallingError, nil},
+		{"reads in a write multi", Request{Op: jute.OpMulti, Body: multi(jute.MultiOp{Type: jute.OpGetData, Req: &jute.GetDataRequest{Path: "/"}})}, jute.CodeMarshallingError, nil},
+		{"TTL mode in a plain create of a multi", Request{Op: jute.OpMulti, Body: multi(ttlCreate)}, jute.CodeMarshallingError, nil},
+		{"TTL mode after a failing op", Request{Op: jute.OpMulti, Body: multi(
+			jute.MultiOp{Type: jute.OpDelete, Req: &jute.DeleteRequest{Path: "/missing", Version: -1}}, ttlCreate)},
+			jute.CodeOK, []jute.Code{jute.CodeNoNode, jute.CodeRuntimeInconsistency}},
+		{"rejected", Request{Op: jute.OpReconfig, Reject: jute.CodeReconfigDisabled}, jute.CodeReconfigDisabled, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+			es := []*entry{{kind: kindRequest, req: Request{Op: jute.OpCreateSession, SessionID: 7, Timeout: 4000}}}
+			req := tc.req
+			req.SessionID = 7
+			es = append(es, &entry{kind: kindRequest, req: req})
+			res := applyAll(t, f, es, 1)
+			r := res[1]
+			if got := codeOf(r.Err); got != tc.want {
+				t.Fatalf("code %v (%v), want %v", got, r.Err, tc.want)
+			}
+			if r.Zxid != 1<<32|2 || f.tree.Load().LastZxid() != r.Zxid {
+				t.Fatalf("zxid 0x%x, tree at 0x%x: the refused write must consume its zxid", r.Zxid, f.tree.Load().LastZxid())
+			}
+			if tc.wantResults != nil {
+				mr := r.Resp.(*jute.MultiResponse)
+				for i, want := range tc.wantResults {
+					if mr.Results[i].Type != jute.OpError || mr.Results[i].Err != want {
+						t.Fatalf("result %d: %+v, want error %v", i, mr.Results[i], want)
+					}
+				}
+			}
+		})
+	}
+}

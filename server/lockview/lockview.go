@@ -17,16 +17,16 @@ import (
 
 // Lock modes of one lock node, by the recipe's naming.
 const (
-	LockExclusive = "exclusive" // Curator/go-zk "lock-", Kazoo "__lock__"
-	LockRead      = "read"      // Curator "__READ__" or "-read-", Kazoo "__rlock__"
-	LockWrite     = "write"     // Curator "__WRIT__" or "-write-", Kazoo "__wlock__"
+	LockExclusive = "exclusive" // Curator/go-zk "lock-", Kazoo Lock and WriteLock "__lock__"
+	LockRead      = "read"      // Curator "__READ__" or "-read-", Kazoo ReadLock "__rlock__"
+	LockWrite     = "write"     // Curator "__WRIT__" or "-write-"
 	LockLease     = "lease"     // Curator semaphore "-lease-"
 )
 
 // Kinds of lock path.
 const (
 	KindMutex     = "mutex"     // only exclusive nodes: the lowest sequence holds
-	KindRWLock    = "rwlock"    // read and write nodes
+	KindRWLock    = "rwlock"    // read nodes beside write or exclusive ones
 	KindSemaphore = "semaphore" // lease nodes: every lease is shown as held
 )
 
@@ -68,9 +68,10 @@ type Lock struct {
 // ParseName reads a lock recipe's child name: a prefix naming the mode
 // and a 10-digit sequence suffix. It knows Curator's InterProcessMutex
 // ("[_c_<uuid>-]lock-"), InterProcessReadWriteLock ("…__READ__",
-// "…__WRIT__"), semaphore leases ("…-lease-"), Kazoo's Lock, ReadLock and
-// WriteLock ("<uuid>__lock__", "__rlock__", "__wlock__"), go-zk's Lock
-// ("lock-" or "_c_<guid>-lock-") and the generic "-read-"/"-write-".
+// "…__WRIT__"), semaphore leases ("…-lease-"), Kazoo's Lock and WriteLock
+// ("<uuid>__lock__": Kazoo's write lock is its exclusive lock) and ReadLock
+// ("<uuid>__rlock__"), go-zk's Lock ("lock-" or "_c_<guid>-lock-") and the
+// generic "-read-"/"-write-".
 func ParseName(name string) (mode string, seq int64, ok bool) {
 	if len(name) <= 10 {
 		return "", 0, false
@@ -86,7 +87,7 @@ func ParseName(name string) (mode string, seq int64, ok bool) {
 		return LockExclusive, seq, true
 	case strings.HasSuffix(prefix, "__rlock__"), strings.HasSuffix(prefix, "__READ__"), has("-read-"):
 		return LockRead, seq, true
-	case strings.HasSuffix(prefix, "__wlock__"), strings.HasSuffix(prefix, "__WRIT__"), has("-write-"):
+	case strings.HasSuffix(prefix, "__WRIT__"), has("-write-"):
 		return LockWrite, seq, true
 	case has("-lease-"):
 		return LockLease, seq, true
@@ -144,7 +145,8 @@ func Build(groups []datatree.EphemeralGroup, client func(int64) string, now int6
 // holders returns how many of the queue's first nodes hold the lock:
 // every lease of a semaphore (the server does not know the number of
 // leases); for a read/write lock the readers before the first writer, or
-// the first writer alone; otherwise the lowest sequence.
+// the first writer alone (an exclusive node counts as a writer: Kazoo's
+// WriteLock is its Lock); otherwise the lowest sequence.
 func holders(kind string, nodes []Node) int {
 	switch kind {
 	case KindSemaphore:

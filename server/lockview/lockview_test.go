@@ -20,7 +20,6 @@ func TestParseName(t *testing.T) {
 		{"_c_8e0b8bd3a1ad4ee1ae6f0d2b1e6f5b7a-lock-0000000000", LockExclusive, 0, true},
 		{"3f2a9d4c1b8e4f7a9c6d2e1f0a9b8c7d__lock__0000000007", LockExclusive, 7, true},
 		{"3f2a9d4c1b8e4f7a9c6d2e1f0a9b8c7d__rlock__0000000008", LockRead, 8, true},
-		{"3f2a9d4c1b8e4f7a9c6d2e1f0a9b8c7d__wlock__0000000009", LockWrite, 9, true},
 		{"_c_0f3c8a8e-8c6b-4a5e-b1d2-6a1e1e1e1e1e-__READ__0000000001", LockRead, 1, true},
 		{"_c_0f3c8a8e-8c6b-4a5e-b1d2-6a1e1e1e1e1e-__WRIT__0000000002", LockWrite, 2, true},
 		{"_c_abc-read-0000000004", LockRead, 4, true},
@@ -57,7 +56,7 @@ func TestLockView(t *testing.T) {
 			child("_c_ccc-lock-0000000001", 2, 1),
 		}},
 		{Parent: "/kazoo/rw", Children: []datatree.EphemeralChild{
-			child("a__wlock__0000000002", 3, 2),
+			child("a__lock__0000000002", 3, 2),
 			child("b__rlock__0000000000", 1, 0),
 			child("c__rlock__0000000001", 2, 1),
 			child("d__rlock__0000000003", 4, 3),
@@ -96,7 +95,7 @@ func TestLockView(t *testing.T) {
 	}
 	want := []summary{
 		{"/curator/mutex", KindMutex, []string{"_c_bbb-lock-0000000000"}, []string{"_c_ccc-lock-0000000001", "_c_aaa-lock-0000000002"}},
-		{"/kazoo/rw", KindRWLock, []string{"b__rlock__0000000000", "c__rlock__0000000001"}, []string{"a__wlock__0000000002", "d__rlock__0000000003"}},
+		{"/kazoo/rw", KindRWLock, []string{"b__rlock__0000000000", "c__rlock__0000000001"}, []string{"a__lock__0000000002", "d__rlock__0000000003"}},
 		{"/curator/rw", KindRWLock, []string{"_c_y-__WRIT__0000000000"}, []string{"_c_x-__READ__0000000001"}},
 		{"/sem/leases", KindSemaphore, []string{"_c_x-lease-0000000000", "_c_y-lease-0000000001"}, nil},
 		{"/mixed", KindMutex, []string{"lock-0000000005"}, nil},
