@@ -142,6 +142,17 @@ class Normaliser:
         self.t0, self.t1 = t0, t1
         self.problems = []
 
+    @staticmethod
+    def times(v):
+        """ctime against mtime by ZooKeeper's rules: equal until the data
+        changes, never earlier after. A change within the same millisecond
+        as the create keeps them equal, so only c<=m can be asked then."""
+        if v.ctime == 0:
+            return "zero"
+        if v.mzxid == v.czxid:
+            return "c=m" if v.ctime == v.mtime else "c!=m before any change"
+        return "c<=m" if v.ctime <= v.mtime else "c>m"
+
     def __call__(self, v):
         if isinstance(v, ZnodeStat):
             for t in (v.ctime, v.mtime):
@@ -150,8 +161,7 @@ class Normaliser:
             return {
                 "czxid": v.czxid & 0xFFFFFFFF, "mzxid": v.mzxid & 0xFFFFFFFF,
                 "pzxid": v.pzxid & 0xFFFFFFFF,
-                "time": "zero" if v.ctime == 0 else ("c=m" if v.ctime == v.mtime else
-                                                     ("c<m" if v.ctime < v.mtime else "c>m")),
+                "time": self.times(v),
                 "version": v.version, "cversion": v.cversion, "aversion": v.aversion,
                 "ephemeralOwner": self.sessions.get(v.ephemeralOwner, v.ephemeralOwner),
                 "dataLength": v.dataLength, "numChildren": v.numChildren,
