@@ -587,7 +587,9 @@ addWatch -m BOGUS /s
 // zkd ensemble and of a three-member ZooKeeper ensemble. Writes through one
 // member are read through the others, an ephemeral left by a command-line
 // zkCli (which exits without closing its session) shows its owner on every
-// member, config prints the membership and config -s its Stat, and
+// member, two concurrent zkCli on members 1 and 3 see each other's
+// ephemeral and watch events, config prints the membership and config -s
+// its Stat, and
 // reconfig answers that reconfiguration is disabled (the default).
 func TestIntegration_Ensemble(t *testing.T) {
 	t.Parallel()
@@ -641,6 +643,10 @@ get /e/priv
 	zkd, zk = bothOn(zkds[0], zks[0], "sync /e\nls -s /e\n")
 	out = compare(t, "list on member 1", zkd, zk)
 	wantInOrder(t, "list on member 1", out.Lines, "[p-0000000001, priv]", "cversion = 6", "numChildren = 2")
+	// A on member 1 writes and owns an ephemeral, B on member 3 watches.
+	zkdA, zkdB, zkA, zkB := twoClientsOn(pair{zkds[0], zks[0]}, pair{zkds[2], zks[2]}, sessionA, sessionB)
+	checkTwoSessions(t, zkdA, zkdB, zkA, zkB)
+
 	zkd, zk = bothOn(zkds[2], zks[2], "config\nconfig -s\nreconfig -remove 3\nreconfig -add server.4=127.0.0.1:1:2;3\nconfig\n")
 	out = compare(t, "config on member 3", zkd, zk)
 	// A static configuration has version 0, and /zookeeper/config's mZxid
@@ -692,12 +698,19 @@ create -t 1000 -e /ttl/eph
 // twoClients runs scripts a and b as two concurrent zkCli processes on the
 // same server, for zkd and for ZooKeeper, with #signal/#await between them.
 func twoClients(p pair, a, b string) (zkdA, zkdB, zkA, zkB cliRun) {
+	return twoClientsOn(pair{p.zkd, p.zk}, pair{p.zkd, p.zk}, a, b)
+}
+
+// twoClientsOn is twoClients with A and B on servers of their own (e.g.
+// different members of an ensemble): pa holds A's zkd and ZooKeeper
+// server, pb B's.
+func twoClientsOn(pa, pb pair, a, b string) (zkdA, zkdB, zkA, zkB cliRun) {
 	var wg sync.WaitGroup
 	dsig, zsig := &signals{}, &signals{}
-	wg.Go(func() { zkdA = runCliSig(p.zkd, dsig, a) })
-	wg.Go(func() { zkdB = runCliSig(p.zkd, dsig, b) })
-	wg.Go(func() { zkA = runCliSig(p.zk, zsig, a) })
-	wg.Go(func() { zkB = runCliSig(p.zk, zsig, b) })
+	wg.Go(func() { zkdA = runCliSig(pa.zkd, dsig, a) })
+	wg.Go(func() { zkdB = runCliSig(pb.zkd, dsig, b) })
+	wg.Go(func() { zkA = runCliSig(pa.zk, zsig, a) })
+	wg.Go(func() { zkB = runCliSig(pb.zk, zsig, b) })
 	wg.Wait()
 	return zkdA, zkdB, zkA, zkB
 }
@@ -708,7 +721,13 @@ func twoClients(p pair, a, b string) (zkdA, zkdB, zkA, zkB cliRun) {
 func TestIntegration_TwoSessions(t *testing.T) {
 	t.Parallel()
 	p := startPair(t, zkproc.Options{})
-	const a = `create /two v0
+	zkdA, zkdB, zkA, zkB := twoClients(p, sessionA, sessionB)
+	checkTwoSessions(t, zkdA, zkdB, zkA, zkB)
+}
+
+// sessionA is the writer of the two-session scenario: it makes an
+// ephemeral, tells B, writes once B watches, and quits once B saw it.
+const sessionA = `create /two v0
 create -e /two/eph mine
 #wait Created /two/eph
 #session
@@ -718,7 +737,9 @@ set /two v1
 #await seen
 quit
 `
-	const b = `#await made
+
+// sessionB is the watcher of the two-session scenario.
+const sessionB = `#await made
 get -s /two/eph
 stat -w /two/eph
 get -w /two
@@ -730,7 +751,10 @@ get /two
 #wait type:NodeDeleted path:/two/eph
 ls /two
 `
-	zkdA, zkdB, zkA, zkB := twoClients(p, a, b)
+
+// checkTwoSessions compares and checks the runs of sessionA and sessionB.
+func checkTwoSessions(t *testing.T, zkdA, zkdB, zkA, zkB cliRun) {
+	t.Helper()
 	compare(t, "session A", zkdA, zkA)
 	if len(zkdA.Sessions) != 1 {
 		t.Fatalf("zkd cons showed sessions %v while only A was connected", zkdA.Sessions)
