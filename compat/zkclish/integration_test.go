@@ -570,7 +570,10 @@ addWatch -m BOGUS /s
 
 	// Authentication with an unknown scheme fails: the server answers
 	// AuthFailed and drops the connection, and the client refuses every
-	// later command. A digest without a colon is accepted, as a user of
+	// later command. The AuthFailed reply must reach the client before the
+	// connection goes: if the server closes with the client's next request
+	// unread, the reset can overtake the reply and zkCli reports
+	// ConnectionLoss instead (seen against zkd in about 1 run of 6). A digest without a colon is accepted, as a user of
 	// no rights, and the session carries on.
 	zkd, zk = both(p, "addauth foo bar\nget /s/one\nls /s\n")
 	out = compare(t, "unknown auth scheme", zkd, zk)
