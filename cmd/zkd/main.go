@@ -105,6 +105,10 @@ func newLogger(level, format string) (*zap.Logger, error) {
 	default:
 		return nil, fmt.Errorf("log format %q: want console or json", format)
 	}
+	// Readable at 3 a.m. in both formats: ISO 8601 times and durations
+	// as "12.5ms" rather than float seconds.
+	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
+	zc.EncoderConfig.EncodeDuration = zapcore.StringDurationEncoder
 	zc.Level = zap.NewAtomicLevelAt(lvl)
 	return zc.Build()
 }
