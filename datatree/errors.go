@@ -35,6 +35,7 @@ var (
 	ErrNoAuth                  = &Error{jute.CodeNoAuth, "datatree: not authorized"}
 	ErrUnimplemented           = &Error{jute.CodeUnimplemented, "datatree: unimplemented"}
 	ErrNoWatcher               = &Error{jute.CodeNoWatcher, "datatree: no watcher"}
+	ErrQuotaExceeded           = &Error{jute.CodeQuotaExceeded, "datatree: quota exceeded"}
 	// ErrRuntimeInconsistency is reported for the ops of a failed multi that
 	// come after the failing one.
 	ErrRuntimeInconsistency = &Error{jute.CodeRuntimeInconsistency, "datatree: runtime inconsistency"}

@@ -12,9 +12,9 @@ import (
 // quota; creating /zookeeper/quota/<path>/zookeeper_stats fills it with the
 // subtree's count and bytes, and every later create, delete and setData in
 // the subtree updates those figures in place (the stats node's own Stat is
-// not touched). Quotas are never enforced (zookeeper.enforceQuota is off by
-// default). Malformed stats data, which makes ZooKeeper's apply fail, is
-// left unchanged.
+// not touched). Hard limits are enforced only with Config.EnforceQuota
+// (zookeeper.enforceQuota, off by default), as checkQuota does. Malformed
+// stats data, which makes ZooKeeper's apply fail, is left unchanged.
 const (
 	quotaRoot      = "/zookeeper/quota"
 	quotaLimitNode = "zookeeper_limits"
@@ -258,4 +258,47 @@ func (t *Tree) scanQuotas() map[string]struct{} {
 		}
 	}
 	return out
+}
+
+// checkQuota is ZooKeeperServer.checkQuota: with EnforceQuota, refuse a
+// change of bytesDiff bytes and countDiff nodes under path's quota'd prefix
+// that takes its stats past a hard limit. Soft limits only warn in
+// ZooKeeper; zkd has nothing to log here.
+func (t *Tree) checkQuota(path string, bytesDiff, countDiff int64) error {
+	if !t.cfg.EnforceQuota {
+		return nil
+	}
+	prefix := t.quotaPrefix(path)
+	if prefix == "" {
+		return nil
+	}
+	ln := t.lookup(quotaRoot + prefix + "/" + quotaLimitNode)
+	if ln == nil {
+		return nil
+	}
+	limits, ok := parseStatsTrack(string(ln.data))
+	if !ok {
+		return nil
+	}
+	hardCount, hardBytes := statsValue(limits, "countHardLimit"), statsValue(limits, "byteHardLimit")
+	checkCount := countDiff != 0 && (statsValue(limits, "count") > -1 || hardCount > -1)
+	checkBytes := bytesDiff != 0 && (statsValue(limits, "bytes") > -1 || hardBytes > -1)
+	if !checkCount && !checkBytes {
+		return nil
+	}
+	sn := t.lookup(quotaRoot + prefix + "/" + quotaStatNode)
+	if sn == nil {
+		return nil
+	}
+	cur, ok := parseStatsTrack(string(sn.data))
+	if !ok {
+		return nil
+	}
+	if checkCount && hardCount > -1 && statsValue(cur, "count")+countDiff > hardCount {
+		return pathErr(ErrQuotaExceeded, prefix)
+	}
+	if checkBytes && hardBytes > -1 && statsValue(cur, "bytes")+bytesDiff > hardBytes {
+		return pathErr(ErrQuotaExceeded, prefix)
+	}
+	return nil
 }

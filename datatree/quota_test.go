@@ -72,3 +72,47 @@ func TestQuotaMultiRollback(t *testing.T) {
 	}
 	h.check()
 }
+
+// TestQuotaEnforcement: with EnforceQuota, hard limits refuse creates and
+// setData that would exceed them (QuotaExceeded, nothing applied); soft
+// limits and trees without the setting never refuse.
+func TestQuotaEnforcement(t *testing.T) {
+	setup := func(enforce bool) *harness {
+		cfg := DefaultConfig()
+		cfg.EnforceQuota = enforce
+		h := newHarness(t, cfg)
+		for _, p := range []string{"/hq", "/zookeeper/quota/hq"} {
+			h.create(p, jute.ModePersistent)
+		}
+		// As zkCli.s setquota -N 3 -B 5 (hard): limits, then stats.
+		if _, _, err := h.tree.Create(h.tx(1), CreateOp{Path: "/zookeeper/quota/hq/zookeeper_limits", Data: []byte("count=-1,bytes=-1;countHardLimit=3;byteHardLimit=5"), ACL: OpenACLUnsafe}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := h.tree.Create(h.tx(1), CreateOp{Path: "/zookeeper/quota/hq/zookeeper_stats", ACL: OpenACLUnsafe}); err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	h := setup(true)
+	mk := func(p, data string) error {
+		_, _, err := h.tree.Create(h.tx(1), CreateOp{Path: p, Data: []byte(data), ACL: OpenACLUnsafe})
+		return err
+	}
+	wantErr(t, "first child", mk("/hq/a", "1"), nil)
+	wantErr(t, "second child", mk("/hq/b", "1"), nil) // count 3 with /hq itself
+	wantErr(t, "over the count", mk("/hq/c", ""), ErrQuotaExceeded)
+	if _, err := h.tree.Exists("/hq/c", nil); err == nil {
+		t.Fatal("refused create left a node")
+	}
+	_, err := h.tree.SetData(h.tx(1), "/hq/a", []byte("123"), -1) // bytes 3 → 5 (h.create writes "d")
+	wantErr(t, "up to the byte limit", err, nil)
+	_, err = h.tree.SetData(h.tx(1), "/hq/a", []byte("1234"), -1)
+	wantErr(t, "over the byte limit", err, ErrQuotaExceeded)
+	_, err = h.tree.SetData(h.tx(1), "/hq/a", []byte("1234"), 99)
+	wantErr(t, "quota is checked before the version", err, ErrQuotaExceeded)
+
+	h = setup(false)
+	for _, p := range []string{"/hq/a", "/hq/b", "/hq/c", "/hq/d"} {
+		wantErr(t, "not enforced: "+p, mk(p, "xx"), nil)
+	}
+}

@@ -34,6 +34,11 @@ type Config struct {
 	// ACLs, count as authenticated for the "auth" scheme, and match by
 	// equality. Default none, as in ZooKeeper without extra providers.
 	ExtraAuthSchemes []string
+	// EnforceQuota is zookeeper.enforceQuota: a create or setData that
+	// would take a quota'd subtree past a hard limit (countHardLimit,
+	// byteHardLimit in its zookeeper_limits node) fails with
+	// ErrQuotaExceeded. Soft limits are never enforced. Default false.
+	EnforceQuota bool
 }
 
 // DefaultConfig returns ZooKeeper 3.8's defaults.

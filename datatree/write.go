@@ -413,6 +413,9 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 	if t.ephemeralType(parent.stat.ephemeralOwner) == typeNormal {
 		return "", jute.Stat{}, pathErr(ErrNoChildrenForEphemerals, path)
 	}
+	if err := t.checkQuota(path, int64(len(op.Data)), 1); err != nil {
+		return "", jute.Stat{}, err
+	}
 	var owner int64
 	switch {
 	case opcode == jute.OpCreateContainer:
@@ -586,6 +589,9 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 	}
 	if !checkACL(n.acl.acls, jute.PermWrite, w.tx.Auth) {
 		return jute.Stat{}, pathErr(ErrNoAuth, path)
+	}
+	if err := t.checkQuota(path, int64(len(data)-len(n.data)), 0); err != nil {
+		return jute.Stat{}, err
 	}
 	if version != -1 && version != n.stat.version {
 		return jute.Stat{}, pathErr(ErrBadVersion, path)

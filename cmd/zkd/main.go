@@ -148,6 +148,7 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	nc.Logger = log.Named("zab")
 	nc.Tree = datatree.DefaultConfig()
 	nc.Tree.ExtendedTypes = c.propBool("zookeeper.extendedTypesEnabled")
+	nc.Tree.EnforceQuota = c.propBool("zookeeper.enforceQuota")
 	// ZooKeeper reads these two without the "zookeeper." prefix (so only
 	// -D flags reach it); zkd takes the bare -D name and the zoo.cfg key.
 	interval, err := c.propInt("znode.container.checkIntervalMs", 60000)
