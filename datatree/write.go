@@ -111,7 +111,11 @@ func (t *Tree) begin(w *writer, tx *Txn, multi bool) {
 
 func (w *writer) end() {
 	w.runTriggers()
-	w.t.lastZxid.Store(w.tx.Zxid)
+	// lastZxid only grows: the config write of a new ensemble carries the
+	// config's version (0) as its mzxid, as ZooKeeper's does.
+	if w.tx.Zxid > w.t.lastZxid.Load() {
+		w.t.lastZxid.Store(w.tx.Zxid)
+	}
 	// Deliver before unlocking: a reader that could see this write's
 	// effect must find its events already queued on its connection.
 	deliver(w.events)

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -140,7 +142,9 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 			f.closeSession(tree, &datatree.Txn{Zxid: zxid, Time: e.time, SessionID: id}, id)
 		}
 	case kindSetConfig:
-		if _, err := tree.SetConfigData(&datatree.Txn{Zxid: zxid, Time: e.time}, e.config, false); err != nil {
+		// As ZooKeeper's initConfigInZKDatabase, the node's mzxid is the
+		// config's version, not the entry's zxid.
+		if _, err := tree.SetConfigData(&datatree.Txn{Zxid: configVersion(e.config), Time: e.time}, e.config, false); err != nil {
 			f.log.Warn("/zookeeper/config not updated", zap.Error(err))
 		} else if f.onConfigChanged != nil {
 			f.onConfigChanged(e.config)
@@ -483,3 +487,17 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 
 // Release implements raft.FSMSnapshot.
 func (s *fsmSnapshot) Release() {}
+
+// configVersion reads the version=<hex> line of a /zookeeper/config text;
+// 0 when there is none.
+func configVersion(data []byte) int64 {
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "version="); ok {
+			n, err := strconv.ParseInt(v, 16, 64)
+			if err == nil {
+				return n
+			}
+		}
+	}
+	return 0
+}

@@ -448,3 +448,15 @@ func TestFSMErrorTxns(t *testing.T) {
 		})
 	}
 }
+
+func TestConfigVersion(t *testing.T) {
+	for in, want := range map[string]int64{
+		"server.1=127.0.0.1:2888:3888:participant;0.0.0.0:2181\nversion=0": 0,
+		"server.1=a:1:2:participant;0.0.0.0:2181\nversion=100000003\n":     0x100000003,
+		"no version here": 0,
+	} {
+		if got := configVersion([]byte(in)); got != want {
+			t.Errorf("configVersion(%q) = 0x%x, want 0x%x", in, got, want)
+		}
+	}
+}
