@@ -1,9 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"crypto/sha1"
 	"encoding/base64"
+	"slices"
 	"strings"
+	"unicode/utf16"
 
 	"go.uber.org/zap"
 
@@ -42,11 +45,12 @@ func (c *conn) handleAuth(xid int32, body []byte) (frame []byte, ok bool) {
 	switch ap.Scheme {
 	case schemeDigest:
 		id := Digest(string(ap.Auth))
+		// As DigestAuthenticationProvider: the digest id, then super.
+		c.addAuth(jute.Id{Scheme: schemeDigest, Id: id})
 		if c.s.cfg.SuperDigest != "" && id == c.s.cfg.SuperDigest {
 			c.addAuth(jute.Id{Scheme: schemeSuper, Id: ""})
 			c.logger().Info("client authenticated as superuser")
 		}
-		c.addAuth(jute.Id{Scheme: schemeDigest, Id: id})
 	case schemeIP:
 		// The ip identity is always present (see authIDs).
 	default:
@@ -68,14 +72,46 @@ func (c *conn) addAuth(id jute.Id) {
 	}
 	c.auth.ids = append(c.auth.ids, id)
 	ids := make([]jute.Id, 0, len(c.auth.ids)+1)
-	ids = append(ids, c.auth.ids...)
 	ids = append(ids, jute.Id{Scheme: schemeIP, Id: c.ip})
+	ids = append(ids, c.auth.ids...)
+	javaSetOrder(ids)
 	c.auth.all.Store(&ids)
 }
 
-// authIDs returns the identities requests of this connection act as: the
-// authenticated ids, then ("ip", remote address). The slice is shared and
-// must not be modified.
+// javaSetOrder sorts ids, given in the order they were added, into the
+// order ZooKeeper's authInfo set iterates them: a ConcurrentHashMap keyed by
+// jute's Id.hashCode, walked bucket by bucket, insertion order within a
+// bucket. That order decides the ACL entries an "auth" ACL expands to and
+// the order of whoAmI's answer, so clients see ZooKeeper's bytes. (For
+// sets past the table's first resize, Java's bucket splitting may reorder
+// a bucket; connections rarely hold more than a few ids.)
+func javaSetOrder(ids []jute.Id) {
+	n := 16 // ConcurrentHashMap's default capacity, doubled at 3/4 full
+	for len(ids) >= n-n/4 {
+		n *= 2
+	}
+	bucket := func(id jute.Id) int32 {
+		h := 37*(37*17+javaStringHash(id.Scheme)) + javaStringHash(id.Id)
+		spread := (h ^ int32(uint32(h)>>16)) & 0x7fffffff
+		return spread & int32(n-1)
+	}
+	slices.SortStableFunc(ids, func(a, b jute.Id) int { return cmp.Compare(bucket(a), bucket(b)) })
+}
+
+// javaStringHash is java.lang.String.hashCode: over UTF-16 code units,
+// s[0]*31^(n-1) + … + s[n-1], in int32 arithmetic.
+func javaStringHash(s string) int32 {
+	var h int32
+	for _, u := range utf16.Encode([]rune(s)) {
+		h = 31*h + int32(u)
+	}
+	return h
+}
+
+// authIDs returns the identities requests of this connection act as:
+// ("ip", remote address) and the authenticated ids, in ZooKeeper's
+// iteration order (javaSetOrder). The slice is shared and must not be
+// modified.
 func (c *conn) authIDs() []jute.Id {
 	if p := c.auth.all.Load(); p != nil {
 		return *p

@@ -333,7 +333,8 @@ func TestAuth(t *testing.T) {
 	}
 	var who jute.WhoAmIResponse
 	owner.call(2, jute.OpWhoAmI, nil, &who)
-	if got := fmt.Sprint(who.ClientInfo); got != "[{digest alice} {ip 127.0.0.1}]" {
+	// ZooKeeper 3.8 answers in its authInfo set order (checked with Java).
+	if got := fmt.Sprint(who.ClientInfo); got != "[{ip 127.0.0.1} {digest alice}]" {
 		t.Fatalf("whoAmI %s", got)
 	}
 
@@ -654,5 +655,24 @@ func TestTreeReplacedClosesConnections(t *testing.T) {
 	resp, _ := d.connect(jute.ConnectRequest{TimeOut: 10000, SessionId: a.id, Passwd: a.pw})
 	if resp.SessionId != a.id {
 		t.Fatalf("session lost with its connection: %+v", resp)
+	}
+}
+
+// TestJavaSetOrder: the order ZooKeeper's authInfo set (a ConcurrentHashMap
+// of jute Ids) iterates. The expected order was printed by Java 17 with
+// zookeeper-jute.jar's Id for the same ids added in the same order.
+func TestJavaSetOrder(t *testing.T) {
+	ids := []jute.Id{
+		{Scheme: "ip", Id: "127.0.0.1"},
+		{Scheme: "digest", Id: "mike:abc="}, {Scheme: "digest", Id: "b:xyz="},
+		{Scheme: "digest", Id: "zz:q1w="}, {Scheme: "digest", Id: "anna:ppp="},
+		{Scheme: "digest", Id: "q1:zzz="}, {Scheme: "super", Id: ""},
+	}
+	javaSetOrder(ids)
+	want := []string{"digest q1:zzz=", "super ", "digest mike:abc=", "ip 127.0.0.1", "digest zz:q1w=", "digest b:xyz=", "digest anna:ppp="}
+	for i, id := range ids {
+		if got := id.Scheme + " " + id.Id; got != want[i] {
+			t.Fatalf("position %d: %q, want %q (all: %v)", i, got, want[i], ids)
+		}
 	}
 }
