@@ -150,6 +150,21 @@ func (c *conn) close(reason string) {
 	})
 }
 
+// linger half-closes a connection whose last reply is written and reads
+// what the client still sends until it closes too (at most a second), as
+// ZooKeeper shuts output before closing: closing with unread input makes
+// the kernel reset the connection, which can lose the reply just written
+// (an AuthFailed before the client's next request). The reader goroutine
+// has stopped reading by then: the last slot sealed the connection.
+func (c *conn) linger() {
+	tc, ok := c.nc.(*net.TCPConn)
+	if !ok || tc.CloseWrite() != nil {
+		return
+	}
+	tc.SetReadDeadline(time.Now().Add(time.Second))
+	io.Copy(io.Discard, io.LimitReader(tc, 1<<20))
+}
+
 // guard is deferred by every connection goroutine: a panic closes this
 // connection only.
 func (c *conn) guard(where string) {
@@ -913,6 +928,7 @@ func (c *conn) writeLoop() {
 			c.out.Unlock()
 			if len(batch) == 0 {
 				if sealed {
+					c.linger()
 					c.close("closed after reply")
 					return
 				}

@@ -30,7 +30,7 @@ func (s *Server) Locks(prefix string) []LockInfo {
 	if t == nil {
 		return nil
 	}
-	return lockview.Build(t.EphemeralsByParent(prefix), s.sessionRemote, time.Now().UnixMilli())
+	return lockview.Build(t.EphemeralsByParent(prefix, lockview.IsLockName), s.sessionRemote, time.Now().UnixMilli())
 }
 
 // sessionRemote returns the remote address of session id's connection on

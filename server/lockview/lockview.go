@@ -95,6 +95,13 @@ func ParseName(name string) (mode string, seq int64, ok bool) {
 	return "", 0, false
 }
 
+// IsLockName reports whether name is a lock recipe's node name (see
+// ParseName); it is cheap enough to filter a tree walk with.
+func IsLockName(name string) bool {
+	_, _, ok := ParseName(name)
+	return ok
+}
+
 // Build turns ephemerals grouped by parent (datatree.EphemeralsByParent,
 // or the same gathered over the client protocol) into lock paths, in the
 // groups' order; parents without lock-named children are left out. client
