@@ -21,19 +21,24 @@ type EphemeralGroup struct {
 	Children []EphemeralChild
 }
 
-// EphemeralsByParent groups every session-owned ephemeral whose parent's
-// path is prefix or lies under it ("" or "/" for all) by parent, sorted by
-// parent path. It walks the session ephemerals index rather than the whole
-// tree, so its cost grows with the number of ephemerals, not of znodes;
-// containers and TTL nodes are not included. It is read-only and takes the
-// tree's read lock for the walk; the result shares nothing with the tree.
-// The lock view (server.Server.Locks) is built on it.
-func (t *Tree) EphemeralsByParent(prefix string) []EphemeralGroup {
+// EphemeralsByParent groups the session-owned ephemerals whose name keep
+// accepts (every one when keep is nil) and whose parent's path is prefix or
+// lies under it ("" or "/" for all) by parent, sorted by parent path. It
+// walks the session ephemerals index rather than the whole tree, so its
+// cost grows with the number of ephemerals, not of znodes; containers and
+// TTL nodes are not included. It is read-only and holds the tree's read
+// lock for the walk, calling keep under it (keep must be cheap and must not
+// call the tree); the result shares nothing with the tree. The lock view
+// (server.Server.Locks) is built on it.
+func (t *Tree) EphemeralsByParent(prefix string, keep func(name string) bool) []EphemeralGroup {
 	prefix = strings.TrimSuffix(prefix, "/")
 	t.mu.RLock()
 	byParent := map[*node][]EphemeralChild{}
 	for _, set := range t.ephemerals {
 		for n := range set {
+			if keep != nil && !keep(n.name) {
+				continue
+			}
 			byParent[n.parent] = append(byParent[n.parent], EphemeralChild{Name: n.name, Stat: t.clientStat(n)})
 		}
 	}

@@ -2,6 +2,7 @@ package datatree
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/zkd/zkd/jute"
@@ -48,16 +49,20 @@ func TestEphemeralsByParent(t *testing.T) {
 		{"/none", map[string][]string{}},
 	}
 	for _, tc := range tests {
-		if got := names(tr.EphemeralsByParent(tc.prefix)); !reflect.DeepEqual(got, tc.want) {
+		if got := names(tr.EphemeralsByParent(tc.prefix, nil)); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("EphemeralsByParent(%q) = %v, want %v", tc.prefix, got, tc.want)
 		}
 	}
-	g := tr.EphemeralsByParent("/a/lock")[0]
+	g := tr.EphemeralsByParent("/a/lock", nil)[0]
 	if st := g.Children[0].Stat; st.EphemeralOwner != 2 || st.Czxid != 3 || st.Ctime != 1003 {
 		t.Errorf("first lock child stat = %+v, want owner 2, czxid 3, ctime 1003", st)
 	}
+	onlyX := func(name string) bool { return strings.HasPrefix(name, "x-") }
+	if got := names(tr.EphemeralsByParent("", onlyX)); !reflect.DeepEqual(got, map[string][]string{"/a/lock": {"x-0000000000", "x-0000000001"}}) {
+		t.Errorf("EphemeralsByParent with a name filter = %v", got)
+	}
 	tr.CloseSession(&Txn{Zxid: 100, Time: 2000, SessionID: 2}, 2)
-	if got := names(tr.EphemeralsByParent("/a")); !reflect.DeepEqual(got, map[string][]string{"/a/lock": {"x-0000000001"}}) {
+	if got := names(tr.EphemeralsByParent("/a", nil)); !reflect.DeepEqual(got, map[string][]string{"/a/lock": {"x-0000000001"}}) {
 		t.Errorf("after closing session 2: %v", got)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -14,6 +15,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/jute"
 	"github.com/zkd/zkd/server/lockview"
 )
 
@@ -225,5 +228,42 @@ func TestRaftMetrics(t *testing.T) {
 		if _, ok := mfs[name]; !ok {
 			t.Errorf("/metrics lacks %s", name)
 		}
+	}
+}
+
+// BenchmarkLockView measures one lock-view pass (what the sampler does
+// every second) over a tree whose ephemerals are mostly not lock nodes.
+func BenchmarkLockView(b *testing.B) {
+	for _, n := range []struct{ ephemerals, lockNodes int }{{10000, 100}, {100000, 1000}} {
+		b.Run(fmt.Sprintf("ephemerals=%d/lockNodes=%d", n.ephemerals, n.lockNodes), func(b *testing.B) {
+			tr := datatree.New(datatree.DefaultConfig())
+			zxid := int64(0)
+			create := func(session int64, path string, mode int32) {
+				zxid++
+				if _, _, err := tr.Create(&datatree.Txn{Zxid: zxid, Time: zxid, SessionID: session},
+					datatree.CreateOp{Path: path, ACL: datatree.OpenACLUnsafe, Mode: mode}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			create(1, "/svc", jute.ModePersistent)
+			create(1, "/locks", jute.ModePersistent)
+			for i := 0; i < n.lockNodes/10; i++ {
+				create(1, fmt.Sprintf("/locks/l%d", i), jute.ModePersistent)
+			}
+			for i := 0; i < n.lockNodes; i++ {
+				create(int64(i+2), fmt.Sprintf("/locks/l%d/lock-", i/10), jute.ModeEphemeralSequential)
+			}
+			for i := n.lockNodes; i < n.ephemerals; i++ {
+				create(int64(i+2), fmt.Sprintf("/svc/member%d", i), jute.ModeEphemeral)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				locks := lockview.Build(tr.EphemeralsByParent("", lockview.IsLockName), func(int64) string { return "" }, 0)
+				if len(locks) != n.lockNodes/10 {
+					b.Fatalf("%d locks", len(locks))
+				}
+			}
+		})
 	}
 }

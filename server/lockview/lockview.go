@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/zkd/zkd/datatree"
@@ -77,9 +76,14 @@ func ParseName(name string) (mode string, seq int64, ok bool) {
 		return "", 0, false
 	}
 	prefix, digits := name[:len(name)-10], name[len(name)-10:]
-	seq, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || seq < 0 || digits[0] == '-' || digits[0] == '+' {
-		return "", 0, false
+	// Ten decimal digits, checked by hand: ParseInt would allocate an
+	// error for every non-lock name in a tree walk. A sequence that
+	// overflowed (ZooKeeper prints it signed: "-000000001") is refused.
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return "", 0, false
+		}
+		seq = seq*10 + int64(digits[i]-'0')
 	}
 	has := func(s string) bool { return prefix == strings.TrimPrefix(s, "-") || strings.HasSuffix(prefix, s) }
 	switch {
