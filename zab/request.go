@@ -115,5 +115,10 @@ func (r *Request) Decode(d *jute.Decoder) {
 		r.Auth = append(r.Auth, id)
 	}
 	r.Body = d.ReadBuffer()
-	r.Reject = jute.Code(d.ReadInt())
+	// Entries written before Reject existed end after Body; a Request is
+	// always the last thing in its entry or message.
+	r.Reject = 0
+	if d.Remaining() >= 4 {
+		r.Reject = jute.Code(d.ReadInt())
+	}
 }

@@ -460,3 +460,18 @@ func TestConfigVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeEntryWithoutReject: log entries written before Request.Reject
+// existed still decode (Reject 0).
+func TestDecodeEntryWithoutReject(t *testing.T) {
+	e := &entry{kind: kindRequest, req: Request{Op: jute.OpDelete, SessionID: 5, Body: []byte{1, 2}}}
+	b := e.encode()
+	old := b[:len(b)-4] // without the trailing Reject
+	got, err := decodeEntry(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.req.Reject != 0 || got.req.Op != jute.OpDelete || len(got.req.Body) != 2 {
+		t.Fatalf("decoded %+v", got.req)
+	}
+}
