@@ -139,3 +139,17 @@ func TestPebbleLogger(t *testing.T) {
 		t.Fatalf("entries = %+v", e)
 	}
 }
+
+// TestHCLogFmtArgument: hclog.Fmt values (raft's "initial configuration"
+// line) are formatted, not printed as their raw format and arguments.
+func TestHCLogFmtArgument(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	NewHCLogger(zap.New(core)).Info("initial configuration", "servers", hclog.Fmt("%+v", []int{1, 2}))
+	all := logs.All()
+	if len(all) != 1 {
+		t.Fatalf("%d entries", len(all))
+	}
+	if got := all[0].ContextMap()["servers"]; got != "[1 2]" {
+		t.Fatalf("servers = %#v, want \"[1 2]\"", got)
+	}
+}
