@@ -683,6 +683,14 @@ func (n *Node) propose(e *entry) {
 func (n *Node) Close() error {
 	var err error
 	n.once.Do(func() {
+		// A clean stop snapshots first, so the next start loads the image
+		// instead of replaying the log tail (a kill -9 still replays).
+		start := time.Now()
+		if serr := n.raft.Snapshot().Error(); serr == nil {
+			n.log.Info("snapshot taken at shutdown", zap.Duration("took", time.Since(start)))
+		} else if !errors.Is(serr, raft.ErrNothingNewToSnapshot) {
+			n.log.Warn("no snapshot at shutdown", zap.Error(serr))
+		}
 		err = n.raft.Shutdown().Error()
 		close(n.stop)
 		n.wg.Wait()

@@ -240,6 +240,10 @@ func TestNodeRestartKeepsWritesAndSessions(t *testing.T) {
 	if _, ok := n.SessionTimeout(s.SessionID); !ok {
 		t.Fatal("session lost across restart")
 	}
+	// The clean close left a snapshot covering every write.
+	if m := n.Stats().Store; m.Snapshots == 0 || m.LastSnapshotIndex < 51 {
+		t.Fatalf("no snapshot at close: %d snapshots, last index %d", m.Snapshots, m.LastSnapshotIndex)
+	}
 	if got := n.Tree().EphemeralCount(); got != 50 {
 		t.Fatalf("%d ephemerals after restart, want 50", got)
 	}
