@@ -38,6 +38,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -105,11 +106,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	sh := NewShell(stdout, stderr, o.timeout)
 	fmt.Fprintln(sh.out, "Connecting to "+o.server)
+	release := holdEvents(sh)
 	if err := sh.Connect(o.server); err != nil {
+		release()
 		fmt.Fprintln(sh.err, err)
 		return exitFailed
 	}
 	if o.cmd != nil {
+		release()
 		sh.waitSession()
 		sh.Run(o.cmd)
 		sh.closeQuietly()
@@ -118,10 +122,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintln(sh.out, "Welcome to ZooKeeper!")
 	if f, ok := stdin.(*os.File); ok && isTerminal(f) {
 		fmt.Fprintln(sh.out, "JLine support is enabled")
+		release()
 		sh.waitSession()
 		return interactive(sh, f)
 	}
 	fmt.Fprintln(sh.out, "JLine support is disabled")
+	release()
 	sh.waitSession()
 	sc := bufio.NewScanner(stdin)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
@@ -133,4 +139,37 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	sh.closeQuietly()
 	return sh.ExitCode()
+}
+
+// holdEvents keeps the watch events of a session being opened until the
+// returned release is called, so that the banner zkCli prints before its
+// first event comes first however fast the server answers. Events after
+// release print as they arrive, in order.
+func holdEvents(sh *Shell) (release func()) {
+	var (
+		mu       sync.Mutex
+		held     []string
+		released bool
+	)
+	sh.setEventHook(func(text string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if released {
+			io.WriteString(sh.out, text)
+			return
+		}
+		held = append(held, text)
+	})
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if released {
+			return
+		}
+		released = true
+		for _, text := range held {
+			io.WriteString(sh.out, text)
+		}
+		held = nil
+	}
 }
