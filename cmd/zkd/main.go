@@ -323,6 +323,40 @@ func (b backend) MonitorStats() []server.KeyValue {
 	}
 }
 
+// AdminCommand implements server.AdminCommander for the ensemble-only admin
+// commands, with ZooKeeper's fields: leader (is_leader, leader_id,
+// leader_ip) and voting_view (current_config: id → server spec, voters
+// only). A standalone member leaves them unknown.
+func (b backend) AdminCommand(name string) (map[string]any, bool) {
+	cfg := b.Config()
+	if cfg.Standalone() {
+		return nil, false
+	}
+	switch name {
+	case "leader":
+		m := map[string]any{"is_leader": b.Node().IsLeader()}
+		id, err := strconv.ParseInt(string(b.Node().Leader()), 10, 64)
+		if err != nil {
+			return m, true
+		}
+		m["leader_id"] = id
+		if p, ok := cfg.Peer(id); ok {
+			m["leader_ip"] = p.Host
+		}
+		return m, true
+	case "voting_view":
+		view := map[string]any{}
+		for _, p := range cfg.Peers {
+			if !p.Observer {
+				_, spec, _ := strings.Cut(p.String(), "=")
+				view[strconv.FormatInt(p.ID, 10)] = spec
+			}
+		}
+		return map[string]any{"current_config": view}, true
+	}
+	return nil, false
+}
+
 // RaftStats implements server.RaftStatsReporter from the node's raft and
 // Pebble figures, for /metrics.
 func (b backend) RaftStats() server.RaftStats {

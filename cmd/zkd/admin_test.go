@@ -1,0 +1,56 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+// TestIntegration_EnsembleAdminCommands: on a 3-member ensemble every
+// member's /commands/leader names the same leader, exactly one says it
+// leads, and voting_view lists the three voters.
+func TestIntegration_EnsembleAdminCommands(t *testing.T) {
+	members := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{AdminServer: true, TickTime: 200})
+	get := func(addr, cmd string) map[string]any {
+		t.Helper()
+		c := http.Client{Timeout: 5 * time.Second}
+		resp, err := c.Get("http://" + addr + "/commands/" + cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var m map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&m); err != nil {
+			t.Fatal(err)
+		}
+		if m["error"] != nil {
+			t.Fatalf("%s on %s: %v", cmd, addr, m["error"])
+		}
+		return m
+	}
+	leaders, ids := 0, map[float64]bool{}
+	for _, s := range members {
+		if s.AdminAddr == "" {
+			t.Fatal("admin server not enabled")
+		}
+		m := get(s.AdminAddr, "leader")
+		if m["is_leader"] == true {
+			leaders++
+		}
+		id, _ := m["leader_id"].(float64)
+		ids[id] = true
+		if m["leader_ip"] != "127.0.0.1" {
+			t.Errorf("leader_ip %v", m["leader_ip"])
+		}
+		view, _ := get(s.AdminAddr, "voting_view")["current_config"].(map[string]any)
+		if len(view) != 3 {
+			t.Errorf("voting_view %v", view)
+		}
+	}
+	if leaders != 1 || len(ids) != 1 || ids[0] {
+		t.Fatalf("%d members lead; leader ids %v", leaders, ids)
+	}
+}
