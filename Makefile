@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 20m
 FUZZTIME ?= 30s
 BENCHTIME ?= 200ms
 
-.PHONY: all build deps vet test test-go test-unit test-compat bench bench-vs-zk fuzz run clean
+.PHONY: all build deps vet test test-go test-unit test-compat bench bench-vs-zk diff-long fuzz run clean
 
 all: build
 
@@ -62,6 +62,13 @@ bench:
 ## bench-vs-zk: zkbench against zkd and ZooKeeper 3.8 side by side
 bench-vs-zk: build
 	bash scripts/bench-vs-zookeeper.sh
+
+## diff-long: differential zkd vs ZooKeeper 3.8 on many random seeds (SEEDS, STEPS)
+SEEDS ?= 500
+STEPS ?= 150
+diff-long:
+	@mkdir -p bin; $(GO) build -o bin/zkd ./cmd/zkd && ZKD_BIN="$(CURDIR)/bin/zkd" \
+	$(GO) test -count=1 -timeout 60m ./compat/diff -run 'TestIntegration_Differential$$' -seeds=$(SEEDS) -steps=$(STEPS) -v
 
 ## fuzz: every FuzzXxx target for $(FUZZTIME)
 fuzz:
