@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,9 +12,12 @@ import (
 
 // TestIntegration_EnsembleAdminCommands: on a 3-member ensemble every
 // member's /commands/leader names the same leader, exactly one says it
-// leads, and voting_view lists the three voters.
+// leads, voting_view lists the three voters, and zabstate, observers,
+// initial_configuration and system_properties answer with ZooKeeper's
+// fields.
 func TestIntegration_EnsembleAdminCommands(t *testing.T) {
-	members := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{AdminServer: true, TickTime: 200})
+	members := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{AdminServer: true, TickTime: 200,
+		ExtraCfg: map[string]string{"extendedTypesEnabled": "true"}})
 	get := func(addr, cmd string) map[string]any {
 		t.Helper()
 		c := http.Client{Timeout: 5 * time.Second}
@@ -48,6 +52,18 @@ func TestIntegration_EnsembleAdminCommands(t *testing.T) {
 		view, _ := get(s.AdminAddr, "voting_view")["current_config"].(map[string]any)
 		if len(view) != 3 {
 			t.Errorf("voting_view %v", view)
+		}
+		if z := get(s.AdminAddr, "zabstate"); z["zabstate"] != "broadcast" || z["voting"] != true {
+			t.Errorf("zabstate %v", z)
+		}
+		if o := get(s.AdminAddr, "observers"); o["synced_observers"] != float64(0) {
+			t.Errorf("observers %v", o)
+		}
+		if ic, _ := get(s.AdminAddr, "initial_configuration")["initial_configuration"].(string); strings.Count(ic, "server.") != 3 {
+			t.Errorf("initial_configuration %q", ic)
+		}
+		if sp := get(s.AdminAddr, "system_properties"); sp["zookeeper.extendedTypesEnabled"] != "true" {
+			t.Errorf("system_properties %v", sp)
 		}
 	}
 	if leaders != 1 || len(ids) != 1 || ids[0] {

@@ -246,7 +246,7 @@ func run(c *zooCfg, log *zap.Logger) error {
 	}
 	// An ensemble member listens at once; until it is in touch with a
 	// leader it refuses clients (Serving), as ZooKeeper does.
-	s, err := server.New(sc, backend{node})
+	s, err := server.New(sc, backend{Member: node, zoo: c})
 	if err != nil {
 		node.Close()
 		return err
@@ -304,7 +304,10 @@ func run(c *zooCfg, log *zap.Logger) error {
 
 // backend adds the leader's mntr figures to a quorum.Member for the
 // server (quorum cannot name server's types).
-type backend struct{ *quorum.Member }
+type backend struct {
+	*quorum.Member
+	zoo *zooCfg // for system_properties and initial_configuration
+}
 
 // MonitorStats implements server.MonitorExtender: ZooKeeper's leader-only
 // mntr keys, on the leader only.
@@ -323,16 +326,48 @@ func (b backend) MonitorStats() []server.KeyValue {
 	}
 }
 
-// AdminCommand implements server.AdminCommander for the ensemble-only admin
-// commands, with ZooKeeper's fields: leader (is_leader, leader_id,
-// leader_ip) and voting_view (current_config: id → server spec, voters
-// only). A standalone member leaves them unknown.
+// AdminCommand implements server.AdminCommander for the admin commands the
+// server cannot answer, with ZooKeeper's fields: system_properties (the
+// properties zoo.cfg and -D flags set: zkd has no JVM's), and for ensembles
+// initial_configuration, leader (is_leader, leader_id, leader_ip),
+// voting_view (current_config: id → server spec, voters only), zabstate and
+// observers. A standalone member leaves the ensemble ones unknown.
 func (b backend) AdminCommand(name string) (map[string]any, bool) {
 	cfg := b.Config()
+	if name == "system_properties" {
+		m := map[string]any{}
+		for _, k := range b.zoo.propNames() {
+			m[k] = b.zoo.Props[k]
+		}
+		return m, true
+	}
 	if cfg.Standalone() {
 		return nil, false
 	}
 	switch name {
+	case "initial_configuration":
+		lines := make([]string, 0, len(cfg.Peers))
+		for _, p := range cfg.Peers {
+			lines = append(lines, p.String())
+		}
+		return map[string]any{"initial_configuration": strings.Join(lines, "\n")}, true
+	case "zabstate":
+		self, _ := cfg.Peer(cfg.MyID)
+		state := "election"
+		if b.Node().Leader() != "" {
+			state = "broadcast"
+		}
+		return map[string]any{
+			"myid": cfg.MyID, "is_leader": b.Node().IsLeader(),
+			"quorum_address": self.QuorumAddr(), "election_address": self.ElectionAddr(),
+			"client_address": self.ClientAddr, "voting": !self.Observer, "zabstate": state,
+		}, true
+	case "observers":
+		n := 0
+		if ls, ok := b.LeaderStats(); ok {
+			n = ls.Observers
+		}
+		return map[string]any{"synced_observers": n, "observers": []any{}}, true
 	case "leader":
 		m := map[string]any{"is_leader": b.Node().IsLeader()}
 		id, err := strconv.ParseInt(string(b.Node().Leader()), 10, 64)
