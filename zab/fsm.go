@@ -31,6 +31,11 @@ type fsm struct {
 	// tree is replaced wholesale by Restore; readers load it.
 	tree atomic.Pointer[datatree.Tree]
 
+	// snapZxid is the last zxid in the newest snapshot taken or restored
+	// (-1: none), for the last_snapshot admin command. Not replicated
+	// state: apply never reads it.
+	snapZxid atomic.Int64
+
 	// lastTerm and counter make zxids: (term << 32) | counter, the counter
 	// restarting at 1 in each new term. Touched only by the apply goroutine.
 	lastTerm uint64
@@ -62,6 +67,7 @@ type fsm struct {
 func newFSM(cfg datatree.Config, log *zap.Logger) *fsm {
 	f := &fsm{log: log, treeCfg: cfg}
 	f.tree.Store(datatree.New(cfg))
+	f.snapZxid.Store(-1)
 	f.mu.sessions = make(map[int64]int32)
 	f.appliedCh = make(chan struct{})
 	return f
@@ -396,6 +402,7 @@ const (
 // on the apply goroutine, so the image is consistent; Persist only copies
 // bytes.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.snapZxid.Store(f.tree.Load().LastZxid())
 	var buf bytes.Buffer
 	buf.WriteString(snapshotMagic)
 	enc := jute.NewEncoder(nil)
@@ -465,6 +472,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.sessions = sessions
 	f.mu.Unlock()
 	f.tree.Store(tree)
+	f.snapZxid.Store(tree.LastZxid())
 	f.setApplied(applied)
 	if f.onConfigChanged != nil {
 		if data, _, err := tree.GetData(datatree.ConfigPath, nil, nil); err == nil && len(data) > 0 {

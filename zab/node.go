@@ -714,3 +714,8 @@ func (n *Node) Snapshot() error {
 	}
 	return nil
 }
+
+// LastSnapshotZxid returns the last zxid contained in the newest snapshot
+// this member took or restored, or -1 when it has none, for the
+// last_snapshot admin command.
+func (n *Node) LastSnapshotZxid() int64 { return n.fsm.snapZxid.Load() }

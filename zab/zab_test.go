@@ -300,11 +300,18 @@ func TestNodeRestartFromSnapshotAndTail(t *testing.T) {
 			t.Fatal(r.Err)
 		}
 	}
+	if got := n.LastSnapshotZxid(); got != -1 {
+		t.Fatalf("fresh node LastSnapshotZxid 0x%x, want -1", got)
+	}
 	for i := 0; i < 100; i++ {
 		create(i)
 	}
+	before := n.LastZxid()
 	if err := n.Snapshot(); err != nil {
 		t.Fatal(err)
+	}
+	if got := n.LastSnapshotZxid(); got != before {
+		t.Fatalf("LastSnapshotZxid 0x%x, want 0x%x", got, before)
 	}
 	for i := 100; i < 120; i++ {
 		create(i)

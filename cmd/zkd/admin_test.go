@@ -62,6 +62,12 @@ func TestIntegration_EnsembleAdminCommands(t *testing.T) {
 		if ic, _ := get(s.AdminAddr, "initial_configuration")["initial_configuration"].(string); strings.Count(ic, "server.") != 3 {
 			t.Errorf("initial_configuration %q", ic)
 		}
+		if ls := get(s.AdminAddr, "last_snapshot"); ls["zxid"] == nil || ls["timestamp"] == nil {
+			t.Errorf("last_snapshot %v", ls)
+		}
+		if d, _ := get(s.AdminAddr, "hash")["digests"].([]any); len(d) != 1 {
+			t.Errorf("hash %v", d)
+		}
 		if sp := get(s.AdminAddr, "system_properties"); sp["zookeeper.extendedTypesEnabled"] != "true" {
 			t.Errorf("system_properties %v", sp)
 		}

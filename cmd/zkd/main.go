@@ -334,6 +334,22 @@ func (b backend) MonitorStats() []server.KeyValue {
 // observers. A standalone member leaves the ensemble ones unknown.
 func (b backend) AdminCommand(name string) (map[string]any, bool) {
 	cfg := b.Config()
+	switch name {
+	case "last_snapshot":
+		// As ZooKeeper: the zxid in hex, the time in ms; -1 for none.
+		zxid, ts := b.Node().LastSnapshotZxid(), int64(-1)
+		if m := b.Node().Stats().Store; m.Snapshots > 0 {
+			ts = time.Now().Add(-m.LastSnapshotAge).UnixMilli()
+		}
+		return map[string]any{"zxid": strconv.FormatInt(zxid, 16), "timestamp": ts}, true
+	case "hash":
+		// zkd's own tree digest (not ZooKeeper's algorithm, so
+		// digestVersion 0), at the last applied zxid.
+		zxid := b.LastZxid()
+		return map[string]any{"digests": []map[string]any{
+			{"zxid": zxid, "digestVersion": 0, "digest": b.Tree().Digest()},
+		}}, true
+	}
 	if name == "system_properties" {
 		m := map[string]any{}
 		for _, k := range b.zoo.propNames() {
