@@ -110,6 +110,12 @@ type forwarder struct {
 	brokenCh chan *fconn
 	stop     chan struct{}
 	wg       sync.WaitGroup
+	// writes counts writes queued here and not yet handed on (to the
+	// leader's stream, or to the local log once this member leads).
+	// While it is not zero, a new leader routes its own writes through
+	// here too, so one connection's writes keep their order across the
+	// change.
+	writes atomic.Int64
 }
 
 func newForwarder(m *Member) *forwarder {
@@ -131,7 +137,9 @@ func (f *forwarder) enqueue(it fwdItem) bool {
 }
 
 func (f *forwarder) write(seq uint64, fut *zab.Future, r *zab.Request) {
+	f.writes.Add(1)
 	if !f.enqueue(fwdItem{kind: msgWrite, seq: seq, f: fut, req: r}) {
+		f.writes.Add(-1)
 		f.m.node.Fail(seq, zab.ErrStopped)
 	}
 }
@@ -215,6 +223,9 @@ func (f *forwarder) run() {
 		for {
 			select {
 			case it := <-f.q:
+				if it.kind == msgWrite {
+					f.writes.Add(-1)
+				}
 				f.failItem(it, zab.ErrStopped)
 			default:
 				return
@@ -249,9 +260,13 @@ func (f *forwarder) run() {
 		case it = <-f.q:
 		}
 		if it.kind == msgWrite && isDone(it.f) {
+			f.writes.Add(-1)
 			continue
 		}
 		c = f.deliver(c, it, closeConn)
+		if it.kind == msgWrite {
+			f.writes.Add(-1)
+		}
 		if c != nil && len(f.q) == 0 {
 			if err := c.w.Flush(); err != nil {
 				closeConn()

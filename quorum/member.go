@@ -416,7 +416,11 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 	if m.fwd == nil {
 		return m.node.Submit(r)
 	}
-	if m.node.IsLeader() {
+	// A new leader may still hold writes it queued for the old one: its
+	// own writes then follow them through the forwarder (which submits
+	// locally once this member leads), so no connection's writes are
+	// reordered by the change.
+	if m.node.IsLeader() && m.fwd.writes.Load() == 0 {
 		if r.Op != jute.OpReconfig {
 			return m.node.Submit(r)
 		}

@@ -538,7 +538,24 @@ func (s *Server) Restart(t testing.TB) {
 
 // Pause stops the process with SIGSTOP: its sockets stay open but nothing
 // answers, as with a long GC pause or a hung machine.
-func (s *Server) Pause() { s.signal(syscall.SIGSTOP) }
+func (s *Server) Pause() {
+	s.signal(syscall.SIGSTOP)
+	// SIGSTOP is delivered asynchronously: wait (at most a second) until
+	// the kernel reports the process stopped, so the caller's next step
+	// really meets a paused server.
+	pid := s.PID()
+	for deadline := time.Now().Add(time.Second); pid > 0 && time.Now().Before(deadline); {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return // not Linux, or gone
+		}
+		// The state follows the parenthesised command name.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && (b[i+2] == 'T' || b[i+2] == 't') {
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
 
 // Resume continues a paused process with SIGCONT.
 func (s *Server) Resume() { s.signal(syscall.SIGCONT) }
