@@ -519,3 +519,70 @@ func TestFiveMembersSurviveTwoLosses(t *testing.T) {
 	}
 	c.WaitFor("minority stops serving", 5*time.Second, func() bool { return !m.Serving() })
 }
+
+// TestPipelinedWritesKeepOrderAcrossFailover: followers pipeline batches
+// of writes (as one connection does) while the leader stops. Whatever
+// applied of a batch must be a prefix of it: a later write of a connection
+// never lands when an earlier one was lost with the old leader.
+func TestPipelinedWritesKeepOrderAcrossFailover(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{TickTime: 50 * time.Millisecond})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	const batch = 20
+	type run struct{ member, n int }
+	var mu sync.Mutex
+	var runs []run
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < c.Len(); i++ {
+		if i == l {
+			continue
+		}
+		m := c.Member(i)
+		sess := newSession(t, m, 5000)
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				m.Touch(sess)
+				futures := make([]*zab.Future, batch)
+				for j := range futures {
+					futures[j] = create(m, sess, fmt.Sprintf("/fifo-%d-%d-%02d", i, n, j), "")
+				}
+				for _, f := range futures {
+					f.Wait()
+				}
+				mu.Lock()
+				runs = append(runs, run{i, n})
+				mu.Unlock()
+			}
+		}(i)
+	}
+	time.Sleep(200 * time.Millisecond)
+	c.Stop(l)
+	c.WaitLeader(5 * time.Second)
+	time.Sleep(300 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	c.Start(l)
+	c.WaitConverged(10 * time.Second)
+	tree := c.Member(0).Tree()
+	for _, r := range runs {
+		gap := -1
+		for j := 0; j < batch; j++ {
+			_, err := tree.Exists(fmt.Sprintf("/fifo-%d-%d-%02d", r.member, r.n, j), nil)
+			switch {
+			case err != nil && gap < 0:
+				gap = j
+			case err == nil && gap >= 0:
+				t.Fatalf("member %d batch %d: write %d applied after write %d was lost", r.member+1, r.n, j, gap)
+			}
+		}
+	}
+	t.Logf("%d pipelined batches checked", len(runs))
+}

@@ -111,10 +111,9 @@ type forwarder struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	// writes counts writes queued here and not yet handed on (to the
-	// leader's stream, or to the local log once this member leads).
-	// While it is not zero, a new leader routes its own writes through
-	// here too, so one connection's writes keep their order across the
-	// change.
+	// leader's stream, or to the local log once this member leads). A
+	// new leader's own writes wait until it is zero (awaitQueuedWrites),
+	// so one connection's writes keep their order across the change.
 	writes atomic.Int64
 }
 
@@ -133,6 +132,49 @@ func (f *forwarder) enqueue(it fwdItem) bool {
 		return true
 	case <-f.stop:
 		return false
+	}
+}
+
+// awaitQueuedWrites waits until no write is queued here any more (at most
+// d), and reports whether the queue emptied. Only a leader calls it:
+// nothing new is queued then, so the queue drains.
+func (f *forwarder) awaitQueuedWrites(d time.Duration) bool {
+	for deadline := time.Now().Add(d); f.writes.Load() > 0; {
+		if time.Now().After(deadline) {
+			return false
+		}
+		select {
+		case <-time.After(time.Millisecond):
+		case <-f.stop:
+			return false
+		}
+	}
+	return true
+}
+
+// failQueuedWrites fails every write waiting in the queue, keeping the
+// touches and syncs (which it re-queues). Only the run goroutine calls it.
+func (f *forwarder) failQueuedWrites() {
+	var keep []fwdItem
+	for done := false; !done; {
+		select {
+		case it := <-f.q:
+			if it.kind == msgWrite {
+				f.writes.Add(-1)
+				f.failItem(it, zab.ErrNotLeader)
+			} else {
+				keep = append(keep, it)
+			}
+		default:
+			done = true
+		}
+	}
+	for _, it := range keep {
+		select {
+		case f.q <- it:
+		default:
+			f.failItem(it, zab.ErrNotLeader)
+		}
 	}
 }
 
@@ -212,11 +254,26 @@ func (f *forwarder) run() {
 			return
 		}
 		c.nc.Close()
+		lost := false
 		for _, it := range c.inflight {
+			if !isDone(it.f) {
+				lost = true
+			}
 			f.m.node.Fail(it.seq, zab.ErrNotLeader)
 		}
 		f.failSyncs()
 		c = nil
+		if lost {
+			// Writes went down with the leader. Fail the writes queued
+			// behind them too and have the server drop its clients
+			// (they reconnect and keep their sessions): a connection's
+			// later write must not reach the new leader ahead of a
+			// lost earlier one.
+			f.failQueuedWrites()
+			if cb := f.m.cfg.OnWritesLost; cb != nil {
+				cb()
+			}
+		}
 	}
 	defer func() {
 		closeConn()

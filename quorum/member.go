@@ -416,11 +416,11 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 	if m.fwd == nil {
 		return m.node.Submit(r)
 	}
-	// A new leader may still hold writes it queued for the old one: its
-	// own writes then follow them through the forwarder (which submits
-	// locally once this member leads), so no connection's writes are
-	// reordered by the change.
-	if m.node.IsLeader() && m.fwd.writes.Load() == 0 {
+	// A new leader may still hold writes it queued for the old one (the
+	// forwarder submits them locally once this member leads): its own
+	// writes wait until those are in the log, so no connection's writes
+	// are reordered by the change.
+	if m.node.IsLeader() && m.fwd.awaitQueuedWrites(m.timing.HoldTimeout) {
 		if r.Op != jute.OpReconfig {
 			return m.node.Submit(r)
 		}
