@@ -217,9 +217,20 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 		t.Fatalf("zkproc: Options.Dir and Options.Port must be unset for an ensemble")
 	}
 	base := t.TempDir()
+	// The ports are not held open, so the kernel may hand one out twice:
+	// draw until all 3n are distinct.
+	seen := map[int]bool{}
+	distinct := func() int {
+		for {
+			if p := FreePort(t); !seen[p] {
+				seen[p] = true
+				return p
+			}
+		}
+	}
 	members := make([]member, n)
 	for i := range members {
-		members[i] = member{id: i + 1, client: FreePort(t), quorum: FreePort(t), election: FreePort(t)}
+		members[i] = member{id: i + 1, client: distinct(), quorum: distinct(), election: distinct()}
 	}
 	servers := make([]*Server, n)
 	for i, m := range members {
