@@ -2,6 +2,7 @@ package quorum_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -28,9 +29,21 @@ func startProxiedEnsemble(t *testing.T) *proxiedEnsemble {
 	t.Helper()
 	const n = 3
 	type ports struct{ client, quorum, election int }
+	// Hold the members' ports open while the proxies pick theirs, so no
+	// proxy can take a member's port; release them just before the
+	// members start.
+	var held []net.Listener
+	reserve := func() int {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+		return l.Addr().(*net.TCPAddr).Port
+	}
 	ps := make([]ports, n)
 	for i := range ps {
-		ps[i] = ports{zkproc.FreePort(t), zkproc.FreePort(t), zkproc.FreePort(t)}
+		ps[i] = ports{reserve(), reserve(), reserve()}
 	}
 	e := &proxiedEnsemble{servers: make([]*zkproc.Server, n), proxies: make([][][2]*zkproc.Proxy, n)}
 	for i := range e.proxies {
@@ -46,6 +59,9 @@ func startProxiedEnsemble(t *testing.T) *proxiedEnsemble {
 	}
 	bin := zkproc.BuildZkd(t)
 	base := t.TempDir()
+	for _, l := range held {
+		l.Close()
+	}
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		extra := map[string]string{}
