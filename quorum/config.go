@@ -150,13 +150,6 @@ type Config struct {
 	ReadOnlyMode bool
 	// Logger receives the package's logs. Default: no logs.
 	Logger *zap.Logger
-	// OnWritesLost, if set, is called when writes this follower forwarded
-	// were lost with the leader (its stream broke with writes not yet
-	// answered). The server closes its client connections then, as a
-	// ZooKeeper follower does when it loses its leader, so that no later
-	// write of those connections reaches the new leader ahead of a lost
-	// one. It must not block.
-	OnWritesLost func()
 }
 
 // DefaultConfig returns ZooKeeper's defaults for a standalone member.

@@ -265,14 +265,9 @@ func (f *forwarder) run() {
 		c = nil
 		if lost {
 			// Writes went down with the leader. Fail the writes queued
-			// behind them too and have the server drop its clients
-			// (they reconnect and keep their sessions): a connection's
-			// later write must not reach the new leader ahead of a
-			// lost earlier one.
+			// behind them too: a connection's later write must not
+			// reach the new leader ahead of a lost earlier one.
 			f.failQueuedWrites()
-			if cb := f.m.cfg.OnWritesLost; cb != nil {
-				cb()
-			}
 		}
 	}
 	defer func() {

@@ -231,11 +231,6 @@ func run(c *zooCfg, log *zap.Logger) error {
 		}
 	}
 	start := time.Now()
-	qc.OnWritesLost = func() {
-		if s := srv.Load(); s != nil {
-			s.CloseConnections("the leader was lost with forwarded writes in flight")
-		}
-	}
 	node, err := quorum.Open(qc, nc)
 	if err != nil {
 		return err
