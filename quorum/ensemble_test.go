@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -521,9 +522,10 @@ func TestFiveMembersSurviveTwoLosses(t *testing.T) {
 }
 
 // TestPipelinedWritesKeepOrderAcrossFailover: followers pipeline batches
-// of writes (as one connection does) while the leader stops. Whatever
-// applied of a batch must be a prefix of it: a later write of a connection
-// never lands when an earlier one was lost with the old leader.
+// of writes (as one connection does, each batch spread over a few
+// milliseconds) while the leader stops. Whatever applied of a batch must
+// be a prefix of it: a later write of a connection never lands when an
+// earlier one was lost with the old leader.
 func TestPipelinedWritesKeepOrderAcrossFailover(t *testing.T) {
 	c := quorumtest.New(t, quorumtest.Options{TickTime: 50 * time.Millisecond})
 	c.Ready(5 * time.Second)
@@ -532,6 +534,7 @@ func TestPipelinedWritesKeepOrderAcrossFailover(t *testing.T) {
 	type run struct{ member, n int }
 	var mu sync.Mutex
 	var runs []run
+	var nextOrigin atomic.Uint64 // client connections
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := 0; i < c.Len(); i++ {
@@ -543,6 +546,7 @@ func TestPipelinedWritesKeepOrderAcrossFailover(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			origin := nextOrigin.Add(1)
 			for n := 0; ; n++ {
 				select {
 				case <-stop:
@@ -552,10 +556,23 @@ func TestPipelinedWritesKeepOrderAcrossFailover(t *testing.T) {
 				m.Touch(sess)
 				futures := make([]*zab.Future, batch)
 				for j := range futures {
-					futures[j] = create(m, sess, fmt.Sprintf("/fifo-%d-%d-%02d", i, n, j), "")
+					body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/fifo-%d-%d-%02d", i, n, j), Acl: openACL})
+					futures[j] = m.Submit(&zab.Request{Op: jute.OpCreate, SessionID: sess, Body: body, Origin: origin})
+					// Spread the batch out, so the leader's loss falls
+					// inside one and later writes of the batch are
+					// submitted after earlier ones were lost.
+					time.Sleep(100 * time.Microsecond)
 				}
+				failed := false
 				for _, f := range futures {
-					f.Wait()
+					if f.Wait().Err != nil {
+						failed = true
+					}
+				}
+				if failed {
+					// The server closes a connection whose write
+					// failed; the client goes on with a new one.
+					origin = nextOrigin.Add(1)
 				}
 				mu.Lock()
 				runs = append(runs, run{i, n})

@@ -97,6 +97,11 @@ type fconn struct {
 	broken   atomic.Bool
 }
 
+// lostTTL is how long the forwarder remembers a connection whose write was
+// lost. The server closes such a connection as soon as it answers the lost
+// write, so a minute is far more than any later write of it needs.
+const lostTTL = time.Minute
+
 // forwarder owns this member's single ordered stream to the leader.
 type forwarder struct {
 	m  *Member
@@ -106,10 +111,19 @@ type forwarder struct {
 		touches  map[int64]struct{}
 		syncs    map[uint64]chan syncResult
 		nextSync uint64
+		// lost holds the client connections (zab.Request.Origin) that
+		// had a write fail here, and when: their later writes are
+		// refused, so none lands after an earlier one was lost.
+		lost map[uint64]time.Time
 	}
-	brokenCh chan *fconn
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// streamOpen is set while the forwarder has a stream to a leader: a
+	// member that has just become leader sends its writes through the
+	// forwarder until that stream to the old leader is closed and its
+	// unanswered writes are failed.
+	streamOpen atomic.Bool
+	brokenCh   chan *fconn
+	stop       chan struct{}
+	wg         sync.WaitGroup
 	// writes counts writes queued here and not yet handed on (to the
 	// leader's stream, or to the local log once this member leads). A
 	// new leader's own writes wait until it is zero (awaitQueuedWrites),
@@ -121,6 +135,7 @@ func newForwarder(m *Member) *forwarder {
 	f := &forwarder{m: m, q: make(chan fwdItem, 4096), brokenCh: make(chan *fconn, 4), stop: make(chan struct{})}
 	f.mu.touches = map[int64]struct{}{}
 	f.mu.syncs = map[uint64]chan syncResult{}
+	f.mu.lost = map[uint64]time.Time{}
 	f.wg.Add(1)
 	go f.run()
 	return f
@@ -176,6 +191,36 @@ func (f *forwarder) failQueuedWrites() {
 			f.failItem(it, zab.ErrNotLeader)
 		}
 	}
+}
+
+// markLost records that a write of connection origin failed here.
+func (f *forwarder) markLost(origin uint64) {
+	if origin == 0 {
+		return
+	}
+	now := time.Now()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.mu.lost[origin]; !ok {
+		for o, t := range f.mu.lost {
+			if now.Sub(t) > lostTTL {
+				delete(f.mu.lost, o)
+			}
+		}
+	}
+	f.mu.lost[origin] = now
+}
+
+// lostWrite reports whether connection origin had a write fail here: its
+// later writes must fail too.
+func (f *forwarder) lostWrite(origin uint64) bool {
+	if origin == 0 {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.mu.lost[origin]
+	return ok
 }
 
 func (f *forwarder) write(seq uint64, fut *zab.Future, r *zab.Request) {
@@ -258,11 +303,13 @@ func (f *forwarder) run() {
 		for _, it := range c.inflight {
 			if !isDone(it.f) {
 				lost = true
+				f.markLost(it.req.Origin)
 			}
 			f.m.node.Fail(it.seq, zab.ErrNotLeader)
 		}
 		f.failSyncs()
 		c = nil
+		f.streamOpen.Store(false)
 		if lost {
 			// Writes went down with the leader. Fail the writes queued
 			// behind them too: a connection's later write must not
@@ -295,6 +342,14 @@ func (f *forwarder) run() {
 			}
 			continue
 		case <-tick.C:
+			if c != nil {
+				if l := f.m.node.Leader(); l != "" && l != c.target {
+					// A new leader: the old stream's unanswered writes
+					// are lost (or applied already), and this member
+					// may lead and submit directly again.
+					closeConn()
+				}
+			}
 			f.mu.Lock()
 			if len(f.mu.touches) == 0 && (f.m.node.IsLeader() || f.m.node.Leader() == "") {
 				f.mu.Unlock()
@@ -342,6 +397,7 @@ func isDone(f *zab.Future) bool {
 func (f *forwarder) failItem(it fwdItem, err error) {
 	switch it.kind {
 	case msgWrite:
+		f.markLost(it.req.Origin)
 		f.m.node.Fail(it.seq, err)
 	case msgSync:
 		f.syncDone(it.syncID, syncResult{err: err})
@@ -363,6 +419,10 @@ func (f *forwarder) deliver(c *fconn, it fwdItem, closeConn func()) *fconn {
 		if c != nil && leader != c.target {
 			closeConn()
 			c = nil
+		}
+		if it.kind == msgWrite && f.lostWrite(it.req.Origin) {
+			f.failItem(it, zab.ErrNotLeader)
+			return c
 		}
 		if leader == self {
 			f.local(it)
@@ -429,6 +489,7 @@ func (f *forwarder) local(it fwdItem) {
 		wait := n.SubmitFor(n.BootID(), it.seq, it.req)
 		go func() {
 			if err := wait(); err != nil {
+				f.markLost(it.req.Origin)
 				n.Fail(it.seq, zab.ErrNotLeader)
 			}
 		}()
@@ -470,6 +531,7 @@ func (f *forwarder) dial(leader raft.ServerID) *fconn {
 		nc.Close()
 		return nil
 	}
+	f.streamOpen.Store(true)
 	f.wg.Add(1)
 	go f.readLoop(c)
 	return c
@@ -486,7 +548,7 @@ func (f *forwarder) send(c *fconn, it fwdItem) error {
 		for len(c.inflight) > 0 && isDone(c.inflight[0].f) {
 			c.inflight = c.inflight[1:]
 		}
-		c.inflight = append(c.inflight, fwdItem{seq: it.seq, f: it.f})
+		c.inflight = append(c.inflight, fwdItem{seq: it.seq, f: it.f, req: it.req})
 	case msgTouch:
 		enc.WriteInt(int32(len(it.touches)))
 		for _, id := range it.touches {

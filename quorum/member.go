@@ -417,10 +417,19 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 		return m.node.Submit(r)
 	}
 	// A new leader may still hold writes it queued for the old one (the
-	// forwarder submits them locally once this member leads): its own
-	// writes wait until those are in the log, so no connection's writes
-	// are reordered by the change.
-	if m.node.IsLeader() && m.fwd.awaitQueuedWrites(m.timing.HoldTimeout) {
+	// forwarder submits them locally once this member leads), or a stream
+	// to the old leader with writes unanswered (the forwarder fails them
+	// when it closes that stream): its own writes go the forwarder's way
+	// until both are settled, so no connection's writes are reordered by
+	// the change.
+	if m.fwd.lostWrite(r.Origin) {
+		// An earlier write of this connection was lost with a leader:
+		// this one must not land after it (the connection is closing).
+		seq, f := m.node.Register()
+		m.node.Fail(seq, zab.ErrNotLeader)
+		return f
+	}
+	if m.node.IsLeader() && !m.fwd.streamOpen.Load() && m.fwd.awaitQueuedWrites(m.timing.HoldTimeout) {
 		if r.Op != jute.OpReconfig {
 			return m.node.Submit(r)
 		}

@@ -522,7 +522,7 @@ func (c *conn) prepare(sl *slot, body []byte) {
 		// The frame buffer is reused for the next frame: the log keeps
 		// its own copy of the body.
 		sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(),
-			Body: append([]byte(nil), body...), Reject: reject})
+			Body: append([]byte(nil), body...), Reject: reject, Origin: c.seq})
 		return
 	}
 	sl.req = rec

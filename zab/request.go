@@ -41,6 +41,12 @@ type Request struct {
 	// this code: nothing changes but the write consumes its zxid, as
 	// ZooKeeper's error txns do (a reconfig while reconfigEnabled is false).
 	Reject jute.Code
+	// Origin names the client connection that sent the request (unique
+	// within this process; 0 for none). It is not logged: a member uses
+	// it to keep one connection's writes in order across a leader change
+	// (a write is refused once an earlier write of its connection was
+	// lost).
+	Origin uint64
 }
 
 // Result is the outcome of a Request once its entry applied on this member.
