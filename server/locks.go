@@ -128,16 +128,19 @@ type lockCollector struct {
 // stops when the server closes.
 func newLockCollector(s *Server) *lockCollector {
 	lc := &lockCollector{s: s}
+	// The first sample (which only learns the holders) is taken here, so
+	// a lock handed over right after the collector starts is counted.
+	lc.lt.sample(s.Locks(""), time.Now().UnixMilli())
 	s.goAttach(func() {
 		tick := time.NewTicker(lockSampleInterval)
 		defer tick.Stop()
 		for {
-			lc.lt.sample(s.Locks(""), time.Now().UnixMilli())
 			select {
 			case <-s.quit:
 				return
 			case <-tick.C:
 			}
+			lc.lt.sample(s.Locks(""), time.Now().UnixMilli())
 		}
 	})
 	return lc
