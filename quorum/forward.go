@@ -554,6 +554,9 @@ func (f *forwarder) send(c *fconn, it fwdItem) error {
 		for _, id := range it.touches {
 			enc.WriteLong(id)
 		}
+		// How far this member applied: the leader's test of a synced
+		// follower (zk_synced_followers).
+		enc.WriteLong(int64(f.m.node.Raft().AppliedIndex()))
 	case msgSync:
 		enc.WriteLong(int64(it.syncID))
 	}
@@ -612,6 +615,9 @@ type leaderSide struct {
 		// lastSeen is when each member last sent something on its
 		// stream: reconfig's test of a synced quorum.
 		lastSeen map[int64]time.Time
+		// applied is the raft index each member last reported having
+		// applied (with its touches), and when.
+		applied map[int64]appliedReport
 	}
 	wg sync.WaitGroup
 }
@@ -626,6 +632,31 @@ func (l *leaderSide) seen(id int64) {
 	l.mu.Unlock()
 }
 
+// appliedReport is a member's report of how far it applied.
+type appliedReport struct {
+	index uint64
+	at    time.Time
+}
+
+// reportApplied records that member id applied up to raft index idx.
+func (l *leaderSide) reportApplied(id int64, idx uint64) {
+	if id == 0 {
+		return
+	}
+	l.mu.Lock()
+	l.mu.applied[id] = appliedReport{index: idx, at: time.Now()}
+	l.mu.Unlock()
+}
+
+// synced reports whether member id reported within d having applied at
+// least up to index min.
+func (l *leaderSide) synced(id int64, d time.Duration, min uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	r, ok := l.mu.applied[id]
+	return ok && time.Since(r.at) < d && r.index >= min
+}
+
 // inTouch reports whether member id sent something within d.
 func (l *leaderSide) inTouch(id int64, d time.Duration) bool {
 	l.mu.Lock()
@@ -638,6 +669,7 @@ func newLeaderSide(m *Member, ln net.Listener) *leaderSide {
 	l := &leaderSide{m: m, ln: ln}
 	l.mu.conns = map[net.Conn]struct{}{}
 	l.mu.lastSeen = map[int64]time.Time{}
+	l.mu.applied = map[int64]appliedReport{}
 	l.wg.Add(1)
 	go l.acceptLoop()
 	return l
@@ -769,6 +801,9 @@ func (l *leaderSide) serve(nc net.Conn) {
 			n := d.VectorLen(8)
 			for i := 0; i < n && d.Err() == nil; i++ {
 				node.Touch(d.ReadLong())
+			}
+			if d.Err() == nil && d.Remaining() >= 8 {
+				l.reportApplied(peer, uint64(d.ReadLong()))
 			}
 		case msgSync:
 			id := d.ReadLong()

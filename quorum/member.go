@@ -513,15 +513,24 @@ func (m *Member) Serving() bool {
 // serve read-only clients (readonlymode.enabled).
 func (m *Member) ReadOnlyAllowed() bool { return m.cfg.ReadOnlyMode }
 
+// SyncedLag is how many entries a member may trail the leader's commit
+// index and still count as a synced follower: what a healthy follower
+// applies behind the leader under load within one touch interval.
+const SyncedLag = 1000
+
 // LeaderStats are mntr's leader-only figures.
 type LeaderStats struct {
-	// Followers counts the other members in the configuration, voters and
-	// observers (zk_followers / zk_learners).
+	// Followers counts the other members, voters and observers, that
+	// talked to this leader within the serving lease (zk_followers /
+	// zk_learners).
 	Followers int
-	// SyncedFollowers counts the voters other than the leader
-	// (zk_synced_followers).
+	// SyncedFollowers counts the voters among them that are synced: their
+	// last report (sent with the touches, every TouchInterval) came within
+	// the serving lease and showed them applied to within SyncedLag
+	// entries of the leader's commit index (zk_synced_followers). A member
+	// still catching up, from a snapshot or a long log, is not synced.
 	SyncedFollowers int
-	// Observers counts non-voters (zk_synced_observers).
+	// Observers counts the synced non-voters (zk_synced_observers).
 	Observers int
 	// PendingSyncs is the number of follower syncs in progress
 	// (zk_pending_syncs).
@@ -539,12 +548,23 @@ func (m *Member) LeaderStats() (LeaderStats, bool) {
 	if fut.Error() != nil {
 		return s, true
 	}
-	self := raft.ServerID(fmt.Sprint(m.cfg.MyID))
+	commit := m.node.Raft().CommitIndex()
+	floor := uint64(0)
+	if commit > SyncedLag {
+		floor = commit - SyncedLag
+	}
 	for _, srv := range fut.Configuration().Servers {
-		if srv.ID == self {
+		var id int64
+		if _, err := fmt.Sscan(string(srv.ID), &id); err != nil || id == m.cfg.MyID {
+			continue
+		}
+		if !m.lead.inTouch(id, m.timing.ServingLease) {
 			continue
 		}
 		s.Followers++
+		if !m.lead.synced(id, m.timing.ServingLease, floor) {
+			continue
+		}
 		if srv.Suffrage == raft.Nonvoter {
 			s.Observers++
 		} else {
