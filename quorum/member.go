@@ -482,6 +482,18 @@ func (m *Member) Sync(ctx context.Context) error {
 	return m.node.WaitApplied(ctx, idx)
 }
 
+// SyncReattach implements server.ReattachSyncer: in an ensemble it syncs
+// with the leader (whose barrier settles every entry its log holds, the
+// previous term's included), so a client resuming its session here sees
+// the final outcome of a write it lost with the old leader. Standalone it
+// does nothing.
+func (m *Member) SyncReattach(ctx context.Context) error {
+	if m.fwd == nil {
+		return nil
+	}
+	return m.Sync(ctx)
+}
+
 // Mode names the member's role: standalone, leader, follower or
 // observer; "read-only" (as ZooKeeper's srvr says) while it has no quorum
 // and readonlymode.enabled lets it serve read-only clients.

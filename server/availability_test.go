@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,13 @@ func (b *quorumBackend) ReadOnlyAllowed() bool { return b.readOnly }
 
 func startQuorumServer(t *testing.T, b *quorumBackend) string {
 	t.Helper()
+	return startBackendServer(t, b, b.close)
+}
+
+// startBackendServer serves b on a loopback port until the test ends, then
+// calls closeBackend.
+func startBackendServer(t *testing.T, b Backend, closeBackend func()) string {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.ClientAddr = "127.0.0.1:0"
 	cfg.TickTime = 40 * time.Millisecond
@@ -39,9 +47,76 @@ func startQuorumServer(t *testing.T, b *quorumBackend) string {
 		if err := <-served; err != nil && !errors.Is(err, ErrClosed) {
 			t.Errorf("Serve: %v", err)
 		}
-		b.close()
+		closeBackend()
 	})
 	return ln.Addr().String()
+}
+
+// settlingBackend is an ensemble member whose log may hold a write that is
+// not applied yet; SyncReattach (a sync with the leader) lets it apply.
+type settlingBackend struct {
+	*quorumBackend
+	gate  chan struct{}
+	syncs atomic.Int32
+	fail  atomic.Bool
+}
+
+func (b *settlingBackend) SyncReattach(ctx context.Context) error {
+	b.syncs.Add(1)
+	if b.fail.Load() {
+		return errors.New("no leader")
+	}
+	select {
+	case b.gate <- struct{}{}:
+	default:
+	}
+	for len(b.queue) > 0 {
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// TestReattachSyncsFirst: a client whose write was still pending when its
+// connection broke resumes its session only after the member synced, so
+// its first read shows the write; new sessions do not sync; a member that
+// cannot sync refuses the reattach.
+func TestReattachSyncsFirst(t *testing.T) {
+	b := &settlingBackend{quorumBackend: &quorumBackend{fakeBackend: newFakeBackend()}, gate: make(chan struct{}, 1)}
+	b.serving.Store(true)
+	addr := startBackendServer(t, b, b.close)
+	a := dialRaw(t, addr)
+	resp, _ := a.connect(jute.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
+	if resp.SessionId == 0 || b.syncs.Load() != 0 {
+		t.Fatalf("new session: %+v, %d syncs", resp, b.syncs.Load())
+	}
+	b.setGate(b.gate) // writes stay in the "log" until a sync
+	a.send(1, jute.OpCreate, &jute.CreateRequest{Path: "/lost", Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+	for b.submitCount() == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	a.nc.Close()
+
+	again := dialRaw(t, addr)
+	if r, _ := again.connect(jute.ConnectRequest{SessionId: resp.SessionId, Passwd: resp.Passwd, TimeOut: 30000}); r.SessionId != resp.SessionId {
+		t.Fatalf("reattach: %+v", r)
+	}
+	if b.syncs.Load() != 1 {
+		t.Fatalf("%d syncs for one reattach", b.syncs.Load())
+	}
+	if h := again.call(2, jute.OpExists, &jute.ExistsRequest{Path: "/lost"}, &jute.SetDataResponse{}); h.Err != 0 {
+		t.Fatalf("exists /lost after the reattach: err %d: the pending write was not settled first", h.Err)
+	}
+	again.nc.Close()
+	b.setGate(nil)
+
+	b.fail.Store(true)
+	refused := dialRaw(t, addr)
+	refused.write(frameOf(jute.Encode(&jute.ConnectRequest{SessionId: resp.SessionId, Passwd: resp.Passwd, TimeOut: 30000})))
+	refused.expectClosed()
+	fresh := dialRaw(t, addr)
+	if r, _ := fresh.connect(jute.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)}); r.SessionId == 0 {
+		t.Fatal("a new session was refused while the member cannot sync")
+	}
 }
 
 // TestReadOnlyMode: without quorum and with readonlymode.enabled, a client

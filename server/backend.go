@@ -60,3 +60,13 @@ type Availability interface {
 type ZxidWaiter interface {
 	WaitZxid(ctx context.Context, zxid int64) bool
 }
+
+// ReattachSyncer is an optional Backend extension for ensemble members.
+// Before a client resumes its session, SyncReattach brings this member up
+// to date with the leader (as a sync does): a client whose write was lost
+// with a leader (it saw ConnectionLoss) then reads that write's final
+// outcome, never a state in which it is still pending. Curator's protected
+// creates depend on this. It returns an error when no leader answered.
+type ReattachSyncer interface {
+	SyncReattach(ctx context.Context) error
+}

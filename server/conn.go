@@ -324,6 +324,11 @@ func (c *conn) handshake() bool {
 		// (ZooKeeper's ReadOnlyZooKeeperServer) without touching the log.
 		c.readOnly.Store(true)
 	}
+	if req.SessionId != 0 && !c.readOnly.Load() && !c.s.syncReattach() {
+		c.logger().Info("connection refused: could not sync with the leader before resuming the session",
+			zap.String("requested", hexID(req.SessionId)))
+		return false
+	}
 	c.tree = c.s.b.Tree()
 	if last := c.s.b.LastZxid(); req.LastZxidSeen > last && !c.s.waitZxid(req.LastZxidSeen) {
 		c.logger().Warn("connection refused: client has seen a zxid this member has not applied",

@@ -331,6 +331,19 @@ func (s *Server) waitZxid(zxid int64) bool {
 	return w.WaitZxid(ctx, zxid)
 }
 
+// syncReattach syncs an ensemble member with the leader before a session
+// resumes on it (see ReattachSyncer), giving it the same time as waitZxid;
+// true on a standalone server.
+func (s *Server) syncReattach() bool {
+	rs, ok := s.b.(ReattachSyncer)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), min(5*s.cfg.TickTime, 2*time.Second))
+	defer cancel()
+	return rs.SyncReattach(ctx) == nil
+}
+
 // watchAvailability closes every connection when the Backend stops
 // serving (it lost its quorum), checking a few times per tick.
 func (s *Server) watchAvailability(av Availability) {
