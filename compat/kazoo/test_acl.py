@@ -42,6 +42,7 @@ class ACLTest(KazooTestCase):
         self.assertEqual(alice.get(self.p("secret"))[0], b"s")
 
         anon = self.client()
+        anon.sync(self.p())  # alice may be connected to another member
         # exists is not ACL-checked.
         self.assertIsNotNone(anon.exists(self.p("secret")))
         for op in (lambda: anon.get(self.p("secret")),
@@ -58,6 +59,7 @@ class ACLTest(KazooTestCase):
         anon.add_auth("digest", "alice:pw")
         self.assertEqual(anon.get(self.p("secret"))[0], b"s")
         anon.set(self.p("secret"), b"t")
+        alice.sync(self.p())
         self.assertEqual(alice.get(self.p("secret"))[0], b"t")
 
     def test_get_and_set_acls_with_versions(self):

@@ -228,12 +228,17 @@ class LockTest(KazooTestCase):
         self.assertTrue(sems[1].acquire(timeout=5))
         with self.assertRaises(LockTimeout):
             sems[2].acquire(timeout=0.3)
+        # Leases are taken through other servers of an ensemble: each
+        # reader syncs before listing what other clients wrote.
+        cs[0].sync(self.p("sem"))
         self.assertEqual(sorted(sems[0].lease_holders()), ["s0", "s1"])
         sems[0].release()
         self.assertTrue(sems[2].acquire(timeout=5))
+        cs[1].sync(self.p("sem"))
         self.assertEqual(sorted(sems[1].lease_holders()), ["s1", "s2"])
         sems[1].release()
         sems[2].release()
+        cs[0].sync(self.p("sem"))
         self.assertEqual(sems[0].lease_holders(), [])
         # A semaphore with a different max_leases is refused.
         other = cs[0].Semaphore(self.p("sem"), "x", max_leases=3)
@@ -385,9 +390,13 @@ class CoordinationTest(KazooTestCase):
                 parties = [getattr(c, kind)(path, "member-%d" % i) for i, c in enumerate(cs)]
                 for p in parties:
                     p.join()
+                # Members joined through other servers of an ensemble:
+                # sync before reading what other clients wrote.
+                cs[0].sync(path)
                 self.assertEqual(len(parties[0]), 3)
                 self.assertEqual(sorted(parties[0]), ["member-0", "member-1", "member-2"])
                 parties[1].leave()
+                cs[2].sync(path)
                 self.assertEqual(sorted(parties[2]), ["member-0", "member-2"])
                 cs[2].stop()  # ephemeral membership ends with the session
                 wait_for(lambda: sorted(parties[0]) == ["member-0"], msg="member-2 gone")

@@ -42,6 +42,22 @@ final class Ctx implements AutoCloseable {
         return rel.isEmpty() ? "/" + name : "/" + name + "/" + rel;
     }
 
+    /**
+     * sync makes cf's next read of path see every write acknowledged to any client before the call:
+     * in an ensemble another client may have written through another member, which ZooKeeper lets a
+     * follower show late until a sync.
+     */
+    static void sync(CuratorFramework cf, String path) throws Exception {
+        CountDownLatch done = new CountDownLatch(1);
+        int[] rc = {0};
+        cf.getZookeeperClient().getZooKeeper().sync(path, (code, p, c) -> {
+            rc[0] = code;
+            done.countDown();
+        }, null);
+        Check.that(done.await(20, TimeUnit.SECONDS), "sync %s timed out", path);
+        Check.eq(0, rc[0], "sync " + path + " result");
+    }
+
     /** curator returns a started Curator client of the shared cluster, connected. */
     CuratorFramework curator() throws InterruptedException {
         return curator(cluster.connectString(), SESSION_MS);
