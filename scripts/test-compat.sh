@@ -3,8 +3,9 @@
 # processes (and, where a suite does so, ZooKeeper 3.8). Each suite is an
 # executable compat/<suite>/run that builds what it needs, prints its own
 # results ending with a line "N passed, N failed", and exits non-zero when
-# anything failed. This script runs every suite present in name order and
-# fails if any did. Go compat tests (go-zk) run under `go test ./...`.
+# anything failed. This script runs every suite present in name order (the
+# Kazoo and Curator suites a second time against a 3-member ensemble) and
+# fails if any run did. Go compat tests (go-zk) run under `go test ./...`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,13 +26,26 @@ if [ ${#suites[@]} -eq 0 ]; then
 	exit 0
 fi
 
+# Suites that also run against a 3-member zkd ensemble (their run takes
+# --members N).
+ensemble_suites=" kazoo curator "
+
+runs=0
 failed=0
-for s in "${suites[@]}"; do
-	echo "=== test-compat: $s"
-	if ! "$s"; then
-		echo "--- test-compat: $s FAILED"
+run_suite() {
+	runs=$((runs + 1))
+	echo "=== test-compat: $*"
+	if ! "$@"; then
+		echo "--- test-compat: $* FAILED"
 		failed=$((failed + 1))
 	fi
+}
+for s in "${suites[@]}"; do
+	run_suite "$s"
+	name=$(basename "$(dirname "$s")")
+	if [[ "$ensemble_suites" == *" $name "* ]]; then
+		run_suite "$s" --members 3
+	fi
 done
-echo "test-compat: ${#suites[@]} suites run, $failed with failures"
+echo "test-compat: $runs suite runs, $failed with failures"
 [ "$failed" -eq 0 ]

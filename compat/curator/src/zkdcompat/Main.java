@@ -14,8 +14,8 @@ import java.util.regex.Pattern;
 
 /**
  * Main runs every scenario in one JVM against real server processes and prints one line per scenario
- * and a final "curator: N passed, N failed". Flags: --target zkd|zookeeper, --members N (1 today; more
- * is the ensemble hook), --only REGEX, --workdir DIR, --pidfile FILE, --list.
+ * and a final "curator: N passed, N failed". Flags: --target zkd|zookeeper, --members N (1: standalone;
+ * 3: an ensemble), --only REGEX, --workdir DIR, --pidfile FILE, --list.
  */
 public final class Main {
     /** Body is a scenario's code. */

@@ -304,6 +304,7 @@ final class MoreRecipeScenarios {
         Stat st = new Stat();
         List<ACL> acl = alice.getACL().storingStatIn(st).forPath(path);
         Check.eq(List.of(new ACL(ZooDefs.Perms.ALL, new Id("digest", digest))), acl, "ACL stored for the creator");
+        Ctx.sync(anon, path); // alice may be connected to another member
         Check.throwsType(KeeperException.NoAuthException.class, "anonymous getData", () -> anon.getData().forPath(path));
         Check.throwsType(KeeperException.NoAuthException.class, "anonymous setData", () -> anon.setData().forPath(path, bytes("x")));
         Check.throwsType(KeeperException.NoAuthException.class, "anonymous getACL", () -> anon.getACL().forPath(path));
@@ -312,6 +313,7 @@ final class MoreRecipeScenarios {
         alice.setACL().withVersion(0).withACL(List.of(
                 new ACL(ZooDefs.Perms.ALL, new Id("digest", digest)),
                 new ACL(ZooDefs.Perms.READ, ZooDefs.Ids.ANYONE_ID_UNSAFE))).forPath(path);
+        Ctx.sync(anon, path);
         Check.eq(1, anon.checkExists().forPath(path).getAversion(), "aversion after setACL");
         Check.eq("top", str(anon.getData().forPath(path)), "anonymous read after READ for anyone");
         Check.throwsType(KeeperException.NoAuthException.class, "anonymous setData with READ only",
@@ -320,6 +322,7 @@ final class MoreRecipeScenarios {
                 () -> alice.setACL().withVersion(0).withACL(ZooDefs.Ids.OPEN_ACL_UNSAFE).forPath(path));
         anon.getZookeeperClient().getZooKeeper().addAuthInfo("digest", bytes("alice:secret"));
         anon.setData().forPath(path, bytes("after-addauth"));
+        Ctx.sync(alice, path);
         Check.eq("after-addauth", str(alice.getData().forPath(path)), "write after addauth");
     }
 }

@@ -478,6 +478,7 @@ final class RecipeScenarios {
         try {
             Check.that(pn.waitForInitialCreate(10, TimeUnit.SECONDS), "initial create");
             long sid = owner.getZookeeperClient().getZooKeeper().getSessionId();
+            Ctx.sync(other, path); // the owner may have created it through another member
             Stat st = other.checkExists().forPath(path);
             Check.that(st != null, "node missing after the initial create");
             Check.eq(sid, st.getEphemeralOwner(), "ephemeralOwner");
@@ -502,6 +503,7 @@ final class RecipeScenarios {
         } finally {
             pn.close();
         }
+        Ctx.sync(other, path);
         Check.that(!exists(other, path), "node still there after close");
     }
 
@@ -516,6 +518,7 @@ final class RecipeScenarios {
         boolean closed = false;
         try {
             Check.that(n.waitForInitialCreate(10, TimeUnit.SECONDS), "initial create");
+            Ctx.sync(other, path);
             Check.eq("hello", dataOf(other, path), "data of the TTL node");
             String touchPath = path + "/" + PersistentTtlNode.DEFAULT_CHILD_NODE_NAME;
             Check.waitFor(5_000, "touch child " + touchPath, () -> exists(other, touchPath));
