@@ -25,99 +25,138 @@ func TestIntegration_LockAcrossKillNine(t *testing.T) {
 	// Short sessions: a lock node orphaned by an attempt that failed in
 	// the outage goes when its session expires.
 	forBoth(t, zkproc.Options{TickTime: 500}, func(t *testing.T, s *zkproc.Server) {
-		setup, _ := connect(t, s.Addr)
-		_, err := setup.Create("/fcounter", make([]byte, 8), 0, worldACL)
-		must(t, err)
-		_, err = setup.Create("/flock", nil, 0, worldACL)
-		must(t, err)
-
-		const contenders, rounds = 5, 40
-		var (
-			done       atomic.Int64
-			bumps      atomic.Int64 // increments that applied
-			gone       atomic.Int64 // unlocks that found the node already deleted
-			violations = make(chan error, contenders*rounds)
-			wg         sync.WaitGroup
-		)
-		for i := 0; i < contenders; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				c, _ := connectTimeout(t, s.Addr, 4*time.Second)
-				for r := 0; r < rounds; {
-					l := zk.NewLock(c, "/flock", worldACL)
-					if err := l.Lock(); err != nil {
-						// A lock node may be left behind by a failed
-						// attempt: start over with a new session.
-						c.Close()
-						c, _ = connectTimeout(t, s.Addr, 4*time.Second)
-						continue
-					}
-					held := c.SessionID()
-					applied, err := bump(c)
-					if applied {
-						bumps.Add(1)
-					}
-					if err != nil && c.SessionID() == held {
-						violations <- err
-					}
-					for {
-						err := l.Unlock()
-						if err == nil {
-							break
-						}
-						if errors.Is(err, zk.ErrNoNode) || c.SessionID() != held {
-							// A delete that applied just before the
-							// kill lost its reply, or the session
-							// expired: either way the node is gone.
-							gone.Add(1)
-							break
-						}
-						time.Sleep(50 * time.Millisecond)
-					}
-					r++
-					done.Add(1)
-				}
-				c.Close()
-			}()
-		}
-		for k := 0; k < 2; k++ {
-			target := done.Load() + contenders*rounds/3
-			waitFor(t, 60*time.Second, "progress before the kill", func() bool { return done.Load() >= target })
-			start := time.Now()
-			s.Kill()
-			s.Restart(t)
-			at := done.Load()
-			waitFor(t, 60*time.Second, "progress after the restart", func() bool { return done.Load() > at })
-			t.Logf("kill %d: next lock round done %v after the kill", k+1, time.Since(start).Round(time.Millisecond))
-		}
-		finished := make(chan struct{})
-		go func() { wg.Wait(); close(finished) }()
-		select {
-		case <-finished:
-		case <-time.After(60 * time.Second):
-			kids, _, err := setup.Children("/flock")
-			for _, k := range kids {
-				_, st, _ := setup.Get("/flock/" + k)
-				if st != nil {
-					t.Logf("lock node %s owner 0x%x", k, st.EphemeralOwner)
-				}
-			}
-			buf := make([]byte, 1<<20)
-			t.Logf("goroutines:\n%s", buf[:runtime.Stack(buf, true)])
-			t.Fatalf("recipe stalled after the restarts: %d of %d rounds done; lock nodes %v %v", done.Load(), contenders*rounds, kids, err)
-		}
-		close(violations)
-		for err := range violations {
-			t.Error(err)
-		}
-		data, _, err := setup.Get("/fcounter")
-		must(t, err)
-		if got := binary.BigEndian.Uint64(data); got != uint64(bumps.Load()) {
-			t.Fatalf("counter %d after %d applied increments", got, bumps.Load())
-		}
-		t.Logf("%d rounds, %d increments applied, %d unlocks found the node already gone", done.Load(), bumps.Load(), gone.Load())
+		lockUnderKills(t, []*zkproc.Server{s})
 	})
+}
+
+// TestIntegration_LockAcrossMemberKillNine is the same on a 3-member
+// ensemble: each kill takes down the member the latest lock holder is
+// connected to, so holders and waiters move to the other members in the
+// middle of the recipe.
+func TestIntegration_LockAcrossMemberKillNine(t *testing.T) {
+	opts := zkproc.Options{TickTime: 500}
+	t.Run("zkd", func(t *testing.T) {
+		lockUnderKills(t, zkproc.StartZkdEnsemble(t, 3, opts))
+	})
+	t.Run("zookeeper", func(t *testing.T) {
+		lockUnderKills(t, zkproc.StartZooKeeperEnsemble(t, 3, opts))
+	})
+}
+
+// lockUnderKills is the lock workload of the two tests above on servers (one
+// standalone server or the members of an ensemble).
+func lockUnderKills(t *testing.T, servers []*zkproc.Server) {
+	addrs := zkproc.Addrs(servers)
+	setup, _ := connectTo(t, addrs, 10*time.Second)
+	_, err := setup.Create("/fcounter", make([]byte, 8), 0, worldACL)
+	must(t, err)
+	_, err = setup.Create("/flock", nil, 0, worldACL)
+	must(t, err)
+
+	const contenders, rounds = 5, 40
+	var (
+		done       atomic.Int64
+		bumps      atomic.Int64 // increments that applied
+		gone       atomic.Int64 // unlocks that found the node already deleted
+		holderAt   atomic.Value // the server the latest holder is connected to
+		violations = make(chan error, contenders*rounds)
+		wg         sync.WaitGroup
+	)
+	holderAt.Store(servers[0].Addr)
+	for i := 0; i < contenders; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, _ := connectTo(t, addrs, 4*time.Second)
+			for r := 0; r < rounds; {
+				l := zk.NewLock(c, "/flock", worldACL)
+				if err := l.Lock(); err != nil {
+					// A lock node may be left behind by a failed
+					// attempt: start over with a new session.
+					c.Close()
+					c, _ = connectTo(t, addrs, 4*time.Second)
+					continue
+				}
+				held := c.SessionID()
+				holderAt.Store(c.Server())
+				applied, err := bump(c)
+				if applied {
+					bumps.Add(1)
+				}
+				if err != nil && c.SessionID() == held {
+					violations <- err
+				}
+				for {
+					err := l.Unlock()
+					if err == nil {
+						break
+					}
+					if errors.Is(err, zk.ErrNoNode) || c.SessionID() != held {
+						// A delete that applied just before the
+						// kill lost its reply, or the session
+						// expired: either way the node is gone.
+						gone.Add(1)
+						break
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				r++
+				done.Add(1)
+			}
+			c.Close()
+		}()
+	}
+	for k := 0; k < 2; k++ {
+		target := done.Load() + contenders*rounds/3
+		waitFor(t, 60*time.Second, "progress before the kill", func() bool { return done.Load() >= target })
+		victim := servers[0]
+		for _, s := range servers {
+			if s.Addr == holderAt.Load().(string) {
+				victim = s
+			}
+		}
+		start := time.Now()
+		victim.Kill()
+		at := done.Load()
+		if len(servers) > 1 {
+			// The others carry on without the killed member.
+			waitFor(t, 60*time.Second, "progress with a member down", func() bool { return done.Load() > at })
+			t.Logf("kill %d (%s): next lock round done %v after the kill", k+1, victim.Addr, time.Since(start).Round(time.Millisecond))
+			victim.Restart(t)
+			continue
+		}
+		victim.Restart(t)
+		waitFor(t, 60*time.Second, "progress after the restart", func() bool { return done.Load() > at })
+		t.Logf("kill %d: next lock round done %v after the kill", k+1, time.Since(start).Round(time.Millisecond))
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(60 * time.Second):
+		kids, _, err := setup.Children("/flock")
+		for _, k := range kids {
+			_, st, _ := setup.Get("/flock/" + k)
+			if st != nil {
+				t.Logf("lock node %s owner 0x%x", k, st.EphemeralOwner)
+			}
+		}
+		buf := make([]byte, 1<<20)
+		t.Logf("goroutines:\n%s", buf[:runtime.Stack(buf, true)])
+		t.Fatalf("recipe stalled after the restarts: %d of %d rounds done; lock nodes %v %v", done.Load(), contenders*rounds, kids, err)
+	}
+	close(violations)
+	for err := range violations {
+		t.Error(err)
+	}
+	_, err = setup.Sync("/fcounter")
+	must(t, err)
+	data, _, err := setup.Get("/fcounter")
+	must(t, err)
+	if got := binary.BigEndian.Uint64(data); got != uint64(bumps.Load()) {
+		t.Fatalf("counter %d after %d applied increments", got, bumps.Load())
+	}
+	t.Logf("%d rounds, %d increments applied, %d unlocks found the node already gone", done.Load(), bumps.Load(), gone.Load())
 }
 
 // bump increments /fcounter with a versioned write and reports whether

@@ -36,7 +36,14 @@ func connect(t testing.TB, addr string) (*zk.Conn, <-chan zk.Event) {
 // connectTimeout is connect with a chosen session timeout.
 func connectTimeout(t testing.TB, addr string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
 	t.Helper()
-	c, ev, err := zk.Connect([]string{addr}, timeout, zk.WithLogger(log.New(io.Discard, "", 0)))
+	return connectTo(t, []string{addr}, timeout)
+}
+
+// connectTo is connectTimeout with a list of servers (an ensemble's
+// members), of which go-zk picks one and moves to another when it fails.
+func connectTo(t testing.TB, addrs []string, timeout time.Duration) (*zk.Conn, <-chan zk.Event) {
+	t.Helper()
+	c, ev, err := zk.Connect(addrs, timeout, zk.WithLogger(log.New(io.Discard, "", 0)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +52,7 @@ func connectTimeout(t testing.TB, addr string, timeout time.Duration) (*zk.Conn,
 		select {
 		case <-deadline:
 			c.Close()
-			t.Fatalf("no session with %s", addr)
+			t.Fatalf("no session with %v", addrs)
 		case <-ev:
 		}
 	}
