@@ -25,6 +25,20 @@
 // follower holds unsent requests for up to the hold timeout, retrying with
 // jitter, as consul's RPC forwarding does.
 //
+// One connection's writes keep their order across a leader change. When a
+// forwarded write is lost (its stream broke, or it could not be proposed),
+// the writes queued behind it fail too, and the forwarder refuses every
+// later write of the same client connection (zab.Request.Origin) — the
+// server closes that connection after answering the lost write with
+// ConnectionLoss, so nothing the client sent afterwards can land without
+// it. A member that has just become leader sends its own clients' writes
+// through the forwarder until its stream to the old leader is closed and
+// the writes queued for it are in the log. A client that resumes its
+// session on any member waits for a sync with the leader first (see
+// SyncReattach): the new leader's barrier settles every entry of the old
+// term, so the client reads the final outcome of the write it lost, as
+// Curator's protected creates require.
+//
 // Followers batch the sessions that sent packets and send them to the
 // leader every half tick; only the leader expires sessions, and a new
 // leader restarts every session's clock. A follower's sync asks the leader
