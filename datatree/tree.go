@@ -373,6 +373,12 @@ func (t *Tree) GetAllChildrenNumber(path string, auth []jute.Id) (int32, error) 
 		return 0, pathErr(ErrNoAuth, path)
 	}
 	if n == t.root {
+		if path == "" {
+			// ZooKeeper counts the keys under path+"/" of its node table,
+			// which holds the root twice (as "" and "/"): for the empty
+			// path that is every node but "", so one more than for "/".
+			return int32(t.nodes), nil
+		}
 		return int32(t.nodes - 1), nil
 	}
 	count := 0

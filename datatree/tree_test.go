@@ -41,6 +41,9 @@ func TestFreshTree(t *testing.T) {
 	if got := tr.ApproxDataSize(); got != 44 {
 		t.Errorf("ApproxDataSize = %d, want 44", got)
 	}
+	if n, _ := tr.GetAllChildrenNumber("", nil); n != 4 {
+		t.Errorf("GetAllChildrenNumber(\"\") = %d, want 4 (ZooKeeper counts its \"/\" alias of the root)", n)
+	}
 	if n, _ := tr.GetAllChildrenNumber("/", nil); n != 3 {
 		t.Errorf("GetAllChildrenNumber(/) = %d, want 3", n)
 	}

@@ -105,28 +105,21 @@
 //
 // # Differences found
 //
-// The fixed seeds fail until zkd is fixed (zkd's code is not this
-// package's). Each was shrunk to the scripts below; s<N> is a session, /R
-// the run's root, and the trace lines are zkd's and ZooKeeper's replies:
+// Each difference the generated scripts found was shrunk to a short script
+// (s<N> is a session, /R the run's root) and fixed in zkd; the fixed seeds
+// now pass and keep them fixed:
 //
 //  1. checkWatches on a path another session watches: ZooKeeper 3.8
-//     answers OK, zkd NoWatcher (seeds 2, 5, 7, 10, 21, 22, 28, 29):
-//     s1 exists /R/b/x watch=true; s0 checkWatches /R/b/x type=2.
+//     answers OK (s1 exists /R/b/x watch=true; s0 checkWatches /R/b/x
+//     type=2).
 //  2. A multi (opcode 14) holding a create, create2 or createContainer
 //     with a TTL mode (5, 6): ZooKeeper refuses the whole request with
-//     MarshallingError (a ClassCastException in its server, still
-//     consuming a zxid); zkd answers OK with an error result -8
-//     (seed 9): s0 multi [create /R/b mode=5].
-//  3. A multi (opcode 14) holding only reads: ZooKeeper MarshallingError,
-//     zkd BadArguments (seeds 1, 14, 18, 19, 23):
-//     s0 multi [getData /R/a].
-//  4. A multi (opcode 14) mixing writes and reads: both answer
-//     MarshallingError, but ZooKeeper's reply carries a fresh zxid (the
-//     refused request consumed one, later reads report it) while zkd's
-//     carries the previous one (seeds 8, 13, 25, 27): s0 create /R/a;
-//     s0 multi [setData /R/a version=-1; getData /R/a]; s0 exists /R/a.
-//     A multiRead with a write in it agrees.
+//     MarshallingError and consumes a zxid (s0 multi [create /R/b mode=5]).
+//  3. A multi (opcode 14) holding only reads: MarshallingError
+//     (s0 multi [getData /R/a]).
+//  4. A multi (opcode 14) mixing writes and reads: MarshallingError, with
+//     a fresh zxid in the reply (the refused request consumed one).
 //  5. Outside the generated scripts: getAllChildrenNumber of the empty
-//     path counts the root itself on ZooKeeper (its node table holds the
-//     root as both "" and "/"): a fresh server answers 5, zkd 4.
+//     path counts ZooKeeper's "/" alias of the root (its node table holds
+//     the root as both "" and "/"), one more than for "/".
 package diff
