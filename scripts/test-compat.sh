@@ -32,10 +32,19 @@ ensemble_suites=" kazoo curator "
 
 runs=0
 failed=0
+summary=()
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
 run_suite() {
 	runs=$((runs + 1))
 	echo "=== test-compat: $*"
-	if ! "$@"; then
+	local status=0
+	"$@" 2>&1 | tee "$out" || status=1
+	# The run's own closing line, "<suite>: N passed, N failed".
+	local last
+	last=$(grep -E '[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1)
+	summary+=("$(printf '%-34s %s' "$*" "${last:-no result line}")")
+	if [ "$status" -ne 0 ] || [ -z "$last" ]; then
 		echo "--- test-compat: $* FAILED"
 		failed=$((failed + 1))
 	fi
@@ -46,6 +55,10 @@ for s in "${suites[@]}"; do
 	if [[ "$ensemble_suites" == *" $name "* ]]; then
 		run_suite "$s" --members 3
 	fi
+done
+echo "=== test-compat summary"
+for line in "${summary[@]}"; do
+	echo "$line"
 done
 echo "test-compat: $runs suite runs, $failed with failures"
 [ "$failed" -eq 0 ]
