@@ -267,6 +267,12 @@ class Server:
         """Send a 4-letter word to this server."""
         return four_letter(self.host, self.port, word)
 
+    def start_log(self):
+        """The log tail since this server's last start."""
+        tail = self.log_tail()
+        at = tail.rfind("=== harness: starting")
+        return tail[at:] if at >= 0 else tail
+
     def log_tail(self, n=4000):
         """The last n bytes of the server's log, as text."""
         try:
@@ -293,18 +299,17 @@ class Cluster:
     @classmethod
     def start(cls, kind, base_dir, members=1, **server_opts):
         """Start a standalone server (members=1) or an ensemble of members
-        with server.N lines, and wait until every member answers ruok."""
+        with server.N lines, and wait until every member answers ruok.
+
+        A port free_port found may be taken by another process before the
+        server binds it (other suites run on the same machine): then the
+        start is retried on fresh ports, an ensemble's members on empty
+        data directories (their raft state names the old ports)."""
         os.makedirs(base_dir, exist_ok=True)
         if members == 1:
             servers = [Server(kind, base_dir, **server_opts)]
         else:
-            peers = [(i + 1, free_port(), free_port(), free_port()) for i in range(members)]
-            servers = []
-            for myid, _, _, cport in peers:
-                d = os.path.join(base_dir, "member%d" % myid)
-                os.makedirs(d, exist_ok=True)
-                servers.append(Server(kind, d, port=cport, myid=myid, peers=peers,
-                                      **server_opts))
+            servers = cls._ensemble(kind, base_dir, members, server_opts)
         cluster = cls(servers)
         try:
             for attempt in range(4):
@@ -315,17 +320,36 @@ class Cluster:
                         s.wait_ready()
                     break
                 except HarnessError:
-                    # A free port may be taken between free_port and bind.
-                    in_use = any("ddress already in use" in s.log_tail() for s in servers)
+                    in_use = any("ddress already in use" in s.start_log() for s in servers)
                     cluster.stop()
-                    if not in_use or members > 1 or servers[0].fixed_port or attempt == 3:
+                    if not in_use or (members == 1 and servers[0].fixed_port) or attempt == 3:
                         raise
-                    servers[0].port = free_port()
-                    servers[0].write_config()
+                    if members == 1:
+                        servers[0].port = free_port()
+                        servers[0].write_config()
+                    else:
+                        for s in servers:
+                            shutil.rmtree(s.data_dir, ignore_errors=True)
+                        servers = cls._ensemble(kind, base_dir, members, server_opts)
+                        cluster.members = servers
+                        for s in servers:
+                            s.write_config()
         except BaseException:
             cluster.stop()
             raise
         return cluster
+
+    @staticmethod
+    def _ensemble(kind, base_dir, members, server_opts):
+        """Servers for an ensemble of members on fresh ports, each in
+        base_dir/memberN."""
+        peers = [(i + 1, free_port(), free_port(), free_port()) for i in range(members)]
+        servers = []
+        for myid, _, _, cport in peers:
+            d = os.path.join(base_dir, "member%d" % myid)
+            os.makedirs(d, exist_ok=True)
+            servers.append(Server(kind, d, port=cport, myid=myid, peers=peers, **server_opts))
+        return servers
 
     @property
     def hosts(self):

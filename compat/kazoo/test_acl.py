@@ -83,6 +83,7 @@ class ACLTest(KazooTestCase):
         self.assertEqual(st.aversion, 1)
 
         anon = self.client()
+        anon.sync(self.p("n"))  # alice may be connected to another member
         self.assertEqual(anon.get(self.p("n"))[0], b"v")
         with self.assertRaises(NoAuthError):
             anon.set(self.p("n"), b"w")
@@ -140,6 +141,7 @@ class ACLTest(KazooTestCase):
         self.assertEqual(list(acls), [ACL(Permissions.ALL,
                                           Id("digest", make_digest_acl_credential("bob", "pw2")))])
         anon = self.client()
+        anon.sync(self.p("mine"))  # bob may be connected to another member
         with self.assertRaises(NoAuthError):
             anon.get(self.p("mine"))
         # The auth scheme with no authenticated id is an invalid ACL.
@@ -187,12 +189,16 @@ class SuperUserTest(KazooTestCase):
         with self.assertRaises(NoAuthError):
             alice.set(self.p("locked"), b"x")
         root = self.client(auth_data=[("digest", "super:s3cret")])
+        root.sync(self.p("locked"))  # alice may be connected to another member
         self.assertEqual(root.get(self.p("locked"))[0], b"l")
         root.set(self.p("locked"), b"by-super")
         root.set_acls(self.p("locked"), OPEN_ACL_UNSAFE)
         anon = self.client()
+        anon.sync(self.p("locked"))  # root may be connected to another member
         self.assertEqual(anon.get(self.p("locked"))[0], b"by-super")
         wrong = self.client(auth_data=[("digest", "super:nope")])
         root.set_acls(self.p("locked"), [make_digest_acl("alice", "pw", read=True)])
+        # Without a sync, wrong's member may still show the open ACL.
+        wrong.sync(self.p("locked"))
         with self.assertRaises(NoAuthError):
             wrong.get(self.p("locked"))

@@ -126,6 +126,7 @@ class BasicsTest(KazooTestCase):
         a.ensure_path(self.root)
         a.create(self.p("eph"), b"e", ephemeral=True)
         seq = a.create(self.p("eseq-"), ephemeral=True, sequence=True)
+        b.sync(self.root)  # a may be connected to another member
         st = b.exists(self.p("eph"))
         self.assertEqual(st.ephemeralOwner, a.client_id[0])
         self.assertEqual(b.exists(seq).ephemeralOwner, a.client_id[0])
@@ -133,6 +134,7 @@ class BasicsTest(KazooTestCase):
             a.create(self.p("eph", "child"))
         a.stop()
         # stop() closes the session: its ephemerals go at once.
+        b.sync(self.root)
         self.assertIsNone(b.exists(self.p("eph")))
         self.assertIsNone(b.exists(seq))
         self.assertEqual(b.get_children(self.root), [])
@@ -209,6 +211,7 @@ class BasicsTest(KazooTestCase):
         setup.ensure_path(self.p("chroot"))
         c = self.client(hosts=self.cluster.hosts + self.p("chroot"))
         c.create("/inner", b"i")
+        setup.sync(self.p("chroot"))  # c may be connected to another member
         self.assertEqual(setup.get(self.p("chroot", "inner"))[0], b"i")
         self.assertEqual(c.get_children("/"), ["inner"])
         seq = c.create("/s-", sequence=True)

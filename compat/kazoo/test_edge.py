@@ -135,6 +135,7 @@ class EdgeTest(KazooTestCase):
             t.join(60)
         self.assertEqual(len(set(names)), 200)
         self.assertEqual(sorted(int(n[-10:]) for n in names), list(range(200)))
+        clients[0].sync(self.root)  # the others may be on other members
         self.assertEqual(len(clients[0].get_children(self.root)), 200)
 
 

@@ -109,6 +109,7 @@ class FailoverTest(KazooTestCase):
         lb.release()
         self.assertEqual(counter.overlaps, [])
         self.assertEqual(counter.grants, ["a", "b"])
+        a.sync(self.p("counter"))  # b may be connected to another member
         self.assertEqual(a.get(self.p("counter"))[0], b"2")
         self.assertNotIn(KazooState.LOST, rec_a.states + rec_b.states)
 
@@ -158,6 +159,9 @@ class FailoverTest(KazooTestCase):
         self.assertEqual(counter.overlaps, [])
         self.assertEqual(len(counter.grants), n * rounds)
         self.assertLess(at_crash, n * rounds - n, "the crash came after the contention")
+        # The workers may have written through other members; the sync
+        # also covers the lock's children read below.
+        setup.sync(self.p("counter"))
         self.assertEqual(int(setup.get(self.p("counter"))[0]), n * rounds)
         self.assertEqual([c.client_id[0] for c in clients], sids)
         for r in recs:
@@ -227,6 +231,7 @@ class FailoverTest(KazooTestCase):
         w = self.client(cl)
         c = self.client(cl, hosts=proxy.address)
         w.create(self.p("t", "x"), b"1", makepath=True)
+        c.sync(self.p("t"))  # w may be connected to another member
         cache = TreeCache(c, self.p("t"))
         ev = EventLog()
         cache.listen(ev)
@@ -267,6 +272,7 @@ class CrashSessionTest(KazooTestCase):
         holder = self.client_process(cl.hosts, timeout, "lock:%s:holder" % self.p("lock"))
         waiter = self.client(cl)
         lw = waiter.Lock(self.p("lock"), "waiter")
+        waiter.sync(self.p("lock"))  # the holder may be connected to another member
         self.assertEqual(lw.contenders(), ["holder"])
         holder.kill()
         cl.kill_all()
@@ -296,7 +302,9 @@ class CrashSessionTest(KazooTestCase):
         self.assertNotIn(KazooState.LOST, rec.states)
         # Stay connected past another timeout: the session is really live.
         time.sleep(timeout * 1.5)
-        self.assertEqual(self.client(cl).exists(self.p("eph")).ephemeralOwner, sid)
+        other = self.client(cl)
+        other.sync(self.p("eph"))  # a may be connected to another member
+        self.assertEqual(other.exists(self.p("eph")).ephemeralOwner, sid)
         self.assertNotIn(KazooState.LOST, rec.states)
 
     def test_closed_session_stays_closed(self):
@@ -308,6 +316,7 @@ class CrashSessionTest(KazooTestCase):
         cl.kill_all()
         cl.start_all()
         b = self.client(cl)
+        b.sync(self.p("eph"))  # a member may show a's closeSession late
         self.assertIsNone(b.exists(self.p("eph")))
         c = self.client(cl, client_id=(sid, passwd))
         self.assertNotEqual(c.client_id[0], sid)
@@ -326,6 +335,7 @@ class CrashSessionTest(KazooTestCase):
         cl.kill_all()
         cl.start_all()
         b = self.client(cl)
+        b.sync(self.root)  # a member may apply a's writes late after the restart
         after = {n: b.get(self.p(n)) for n in b.get_children(self.root)}
         self.assertEqual(len(after), 301)
         self.assertEqual(after, before)  # data and every Stat field

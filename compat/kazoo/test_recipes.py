@@ -58,6 +58,9 @@ class Exclusion:
 
     def check(self, client, expected):
         self.test.assertEqual(self.overlaps, [])
+        # The holders may have written through other members of an
+        # ensemble; the sync also covers what the caller reads next.
+        client.sync(self.path)
         self.test.assertEqual(int(client.get(self.path)[0]), expected)
 
 
@@ -184,6 +187,7 @@ class LockTest(KazooTestCase):
         holder = self.client_process(self.cluster.hosts, timeout, "lock:%s:holder" % self.p("lock"))
         waiter = self.client()
         lw = waiter.Lock(self.p("lock"), "waiter")
+        waiter.sync(self.p("lock"))  # the holder may be connected to another member
         self.assertEqual(lw.contenders(), ["holder"])
         self.assertFalse(lw.acquire(blocking=False))
         holder.kill()
@@ -282,6 +286,8 @@ class CoordinationTest(KazooTestCase):
             wait_for(lambda i=i: nkids(clients[0], self.p("elect")) == i + 1,
                      msg="candidate %d registered" % i)
         wait_for(lambda: leaders == [0], msg="first leader")
+        # clients[0] saw every candidate; clients[1] may be on another member.
+        clients[1].sync(self.p("elect"))
         self.assertEqual(elections[1].contenders(), ["cand-0", "cand-1", "cand-2"])
         go[0].set()
         wait_for(lambda: leaders == [0, 1], msg="second leader")
@@ -322,6 +328,7 @@ class CoordinationTest(KazooTestCase):
         waiter = b.Barrier(self.p("bar"))
         self.assertTrue(waiter.wait(timeout=0.1))  # no barrier yet
         barrier.create()
+        b.sync(self.p("bar"))  # a may be connected to another member
         self.assertFalse(waiter.wait(timeout=0.3))
         got = []
         t = threading.Thread(target=lambda: got.append(waiter.wait(timeout=20)), daemon=True)
@@ -374,6 +381,7 @@ class CoordinationTest(KazooTestCase):
                 counter += 1
 
         run_threads([lambda c=c: bump(c) for c in clients])
+        clients[0].sync(self.p("count"))  # the others may be on other members
         counter = clients[0].Counter(self.p("count"))
         self.assertEqual(counter.value, n * incs)
         counter -= 5
@@ -428,6 +436,9 @@ class QueueTest(KazooTestCase):
         consumers = [self.client() for _ in range(3)]
 
         def consume(c):
+            # The producer may be connected to another member: a consumer
+            # that saw an empty queue would stop early.
+            c.sync(self.p("q"))
             cq = c.Queue(self.p("q"))
             while True:
                 v = cq.get()
@@ -454,10 +465,14 @@ class QueueTest(KazooTestCase):
         self.assertFalse(qa.holds_lock())
         # b gives its item back; a then gets it.
         self.assertTrue(qb.release())
+        # b may be connected to another member: unsynced, a could still see
+        # b's lock on the item and take the next one.
+        a.sync(self.p("lq"))
         self.assertEqual(qa.get(timeout=5), b"three")
         self.assertTrue(qa.consume())
         self.assertEqual(qb.get(timeout=5), b"one")
         self.assertTrue(qb.consume())
+        a.sync(self.p("lq"))  # b may be connected to another member
         self.assertEqual(len(qa), 0)
         self.assertIsNone(qa.get(timeout=0.3))
         # A blocked get returns when an item arrives.
@@ -519,6 +534,7 @@ class PartitionCacheLeaseTest(KazooTestCase):
         c, w = self.client(), self.client()
         w.create(self.p("tree", "a"), b"A", makepath=True)
         w.create(self.p("tree", "a", "b"), b"B")
+        c.sync(self.p("tree"))  # w may be connected to another member
         cache = TreeCache(c, self.p("tree"))
         ev = EventLog()
         cache.listen(ev)

@@ -83,6 +83,7 @@ class ReconnectTest(KazooTestCase):
         wait_for(lambda: raw.state_events, msg="the state event to the raw watcher")
         self.assertEqual([(e.type, e.state) for e in raw.state_events], [("NONE", "CONNECTING")])
         b = self.client(cl)
+        b.sync(root)  # a may be connected to another member
         st = b.exists(root + "/e")
         self.assertIsNotNone(st, "ephemeral lost across the restart")
         self.assertEqual(st.ephemeralOwner, sid)
@@ -200,8 +201,10 @@ class ReconnectTest(KazooTestCase):
         rec.wait_for(KazooState.CONNECTED)
         self.assertEqual(a.get(self.p("priv"))[0], b"p")
         a.set(self.p("priv"), b"q")
+        anon = self.client(cl)
+        anon.sync(self.p("priv"))  # a may be connected to another member
         with self.assertRaises(NoAuthError):
-            self.client(cl).get(self.p("priv"))
+            anon.get(self.p("priv"))
 
 
 class ExpiryTest(KazooTestCase):
@@ -257,7 +260,9 @@ class ExpiryTest(KazooTestCase):
         c.create(self.p("e"), ephemeral=True)
         time.sleep(7)  # over two timeouts: kept alive by pings alone
         self.assertEqual(rec.states, [])
-        self.assertIsNotNone(self.client().exists(self.p("e")))
+        other = self.client()
+        other.sync(self.p("e"))  # c may be connected to another member
+        self.assertIsNotNone(other.exists(self.p("e")))
 
     def test_wrong_password_is_expired(self):
         a = self.client()
@@ -283,6 +288,9 @@ class ExpiryTest(KazooTestCase):
         for i in range(5):
             a.create(self.p("e%d" % i), ephemeral=True)
         ev = EventLog()
+        # a may be connected to another member: without the sync b could
+        # find no node and arm creation watches instead.
+        b.sync(self.root)
         for i in range(5):
             b.exists(self.p("e%d" % i), watch=ev)
         a.stop()

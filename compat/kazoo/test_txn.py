@@ -132,8 +132,10 @@ class TransactionTest(KazooTestCase):
         self.assertEqual(res[0], self.p("e"))
         seqs = sorted(int(r[-10:]) for r in res[1:])
         self.assertEqual(seqs[1], seqs[0] + 1)
+        b.sync(self.root)  # a may be connected to another member
         self.assertEqual(b.exists(self.p("e")).ephemeralOwner, a.client_id[0])
         a.stop()
+        b.sync(self.root)
         self.assertEqual(b.get_children(self.root), [])
 
     def test_multi_fires_watches_only_on_commit(self):

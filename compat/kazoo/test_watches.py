@@ -185,6 +185,7 @@ class FanOutTest(KazooTestCase):
         watchers = [self.client() for _ in range(n)]
         logs = [EventLog() for _ in range(n)]
         for c, log in zip(watchers, logs):
+            c.sync(self.p("hot"))  # the writer may be connected to another member
             c.get_children(self.p("hot"), watch=log)
             c.get(self.p("hot"), watch=log)
         writer.create(self.p("hot", "k"))
