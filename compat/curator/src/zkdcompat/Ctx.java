@@ -48,9 +48,14 @@ final class Ctx implements AutoCloseable {
      * follower show late until a sync.
      */
     static void sync(CuratorFramework cf, String path) throws Exception {
+        sync(cf.getZookeeperClient().getZooKeeper(), path);
+    }
+
+    /** sync is sync(CuratorFramework, String) for a plain ZooKeeper client. */
+    static void sync(ZooKeeper z, String path) throws Exception {
         CountDownLatch done = new CountDownLatch(1);
         int[] rc = {0};
-        cf.getZookeeperClient().getZooKeeper().sync(path, (code, p, c) -> {
+        z.sync(path, (code, p, c) -> {
             rc[0] = code;
             done.countDown();
         }, null);

@@ -96,7 +96,13 @@ final class LockScenarios {
         Check.eq(1, maxHolders.get(), "most simultaneous holders");
         Check.eq(Integer.toString(want), str(cs.get(0).getData().forPath(counter)), "znode counter after all rounds");
         Check.eq(want, memCounter[0], "in-memory counter after all rounds");
-        Check.eq(0, cs.get(0).getChildren().forPath(lock).size(), "lock nodes left after all releases");
+        List<String> left = new ArrayList<>();
+        try {
+            left.addAll(cs.get(0).getChildren().forPath(lock));
+        } catch (org.apache.zookeeper.KeeperException.NoNodeException e) {
+            // Curator made the lock path a container; once empty the server may have swept it already.
+        }
+        Check.eq(List.of(), left, "lock nodes left after all releases");
     }
 
     /** Waiters queued one after another are granted the lock in the order they asked. */
@@ -168,6 +174,7 @@ final class LockScenarios {
         long ms = (System.nanoTime() - t0) / 1_000_000;
         Check.that(ms >= 450, "timed acquire gave up after %d ms, before its 500 ms", ms);
         Check.that(ms < 5000, "timed acquire took %d ms to give up", ms);
+        Ctx.sync(a, lock); // b's timed-out attempt deleted its node, perhaps through another member
         Check.eq(1, a.getChildren().forPath(lock).size(), "lock nodes after the timed-out acquire");
         ma.release();
         Check.that(mb.acquire(5, TimeUnit.SECONDS), "acquire after release");
@@ -276,11 +283,13 @@ final class LockScenarios {
         Check.that(peak.get() <= max, "%d leases held at once, max %d", peak.get(), max);
         Check.that(peak.get() >= 2, "leases never overlapped (peak %d): the semaphore serialised", peak.get());
 
-        InterProcessSemaphoreV2 s1 = new InterProcessSemaphoreV2(c.curator(), path, max);
+        CuratorFramework c1 = c.curator();
+        InterProcessSemaphoreV2 s1 = new InterProcessSemaphoreV2(c1, path, max);
         InterProcessSemaphoreV2 s2 = new InterProcessSemaphoreV2(c.curator(), path, max);
         Collection<Lease> three = s1.acquire(max, 5, TimeUnit.SECONDS);
         Check.that(three != null && three.size() == max, "could not take all %d leases", max);
         Check.that(s2.acquire(300, TimeUnit.MILLISECONDS) == null, "a fourth lease was granted");
+        Ctx.sync(c1, path); // s2's timed-out attempt deleted its lease node, perhaps through another member
         Check.eq(max, s1.getParticipantNodes().size(), "lease nodes");
         Lease one = three.iterator().next();
         s1.returnLease(one);

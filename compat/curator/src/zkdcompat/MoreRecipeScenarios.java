@@ -73,7 +73,9 @@ final class MoreRecipeScenarios {
         w.create().creatingParentsIfNeeded().forPath(base + "/a", bytes("1"));
         List<String> events = Collections.synchronizedList(new ArrayList<>());
         CountDownLatch init = new CountDownLatch(1);
-        TreeCache cache = TreeCache.newBuilder(c.curator(), base).build();
+        CuratorFramework cr = c.curator();
+        Ctx.sync(cr, base); // the cache's initial load reads w's /a, perhaps through another member
+        TreeCache cache = TreeCache.newBuilder(cr, base).build();
         cache.getListenable().addListener((cl, e) -> {
             if (e.getType() == TreeCacheEvent.Type.INITIALIZED) {
                 init.countDown();
@@ -114,7 +116,9 @@ final class MoreRecipeScenarios {
         CuratorFramework w = c.curator();
         w.create().creatingParentsIfNeeded().forPath(base + "/one", bytes("1"));
         List<String> events = Collections.synchronizedList(new ArrayList<>());
-        PathChildrenCache cache = new PathChildrenCache(c.curator(), base, true);
+        CuratorFramework cr = c.curator();
+        Ctx.sync(cr, base); // the cache's initial load reads w's /one, perhaps through another member
+        PathChildrenCache cache = new PathChildrenCache(cr, base, true);
         CountDownLatch init = new CountDownLatch(1);
         cache.getListenable().addListener((cl, e) -> {
             if (e.getType() == PathChildrenCacheEvent.Type.INITIALIZED) {
@@ -179,9 +183,12 @@ final class MoreRecipeScenarios {
     static void sharedValue(Ctx c) throws Exception {
         String path = c.path("value");
         SharedValue a = new SharedValue(c.curator(), path, bytes("seed"));
-        SharedValue b = new SharedValue(c.curator(), path, bytes("other-seed"));
+        CuratorFramework bc = c.curator();
+        SharedValue b = new SharedValue(bc, path, bytes("other-seed"));
         List<String> heard = Collections.synchronizedList(new ArrayList<>());
         a.start();
+        // b's start reads the value a created, perhaps through another member.
+        Ctx.sync(bc, path);
         b.start();
         b.getListenable().addListener(new SharedValueListener() {
             @Override
@@ -210,13 +217,15 @@ final class MoreRecipeScenarios {
     static void simpleQueue(Ctx c) throws Exception {
         String path = c.path("sq");
         SimpleDistributedQueue q1 = new SimpleDistributedQueue(c.curator(), path);
-        SimpleDistributedQueue q2 = new SimpleDistributedQueue(c.curator(), path);
+        CuratorFramework c2 = c.curator();
+        SimpleDistributedQueue q2 = new SimpleDistributedQueue(c2, path);
         long t0 = System.nanoTime();
         Check.that(q1.poll(300, TimeUnit.MILLISECONDS) == null, "poll on an empty queue returned an item");
         Check.that((System.nanoTime() - t0) / 1_000_000 >= 250, "poll returned before its timeout");
         for (int i = 0; i < 5; i++) {
             Check.that(q1.offer(bytes("i" + i)), "offer failed");
         }
+        Ctx.sync(c2, path); // q1 offered through another client, perhaps another member
         Check.eq("i0", str(q2.peek()), "peek");
         List<String> got = new ArrayList<>();
         for (int i = 0; i < 5; i++) {
@@ -241,7 +250,10 @@ final class MoreRecipeScenarios {
             prod.put("p" + p, p);
         }
         List<String> got = Collections.synchronizedList(new ArrayList<>());
-        DistributedPriorityQueue<String> cons = QueueBuilder.builder(c.curator(), collector(got), STRINGS, path).buildPriorityQueue(0);
+        // The consumer's first listing must hold every item put, or it hands out a subset first.
+        CuratorFramework cc = c.curator();
+        Ctx.sync(cc, path);
+        DistributedPriorityQueue<String> cons = QueueBuilder.builder(cc, collector(got), STRINGS, path).buildPriorityQueue(0);
         cons.start();
         try {
             Check.waitFor(10_000, "5 items", () -> got.size() >= 5);

@@ -218,7 +218,9 @@ final class RecipeScenarios {
         }
         long want = (long) clients * threads * rounds;
         Check.eq(0, dups.get(), "increments that returned an already-returned value");
-        DistributedAtomicLong al = new DistributedAtomicLong(c.curator(), path, new RetryNTimes(3, 10));
+        CuratorFramework reader = c.curator();
+        DistributedAtomicLong al = new DistributedAtomicLong(reader, path, new RetryNTimes(3, 10));
+        Ctx.sync(reader, path); // the last increments went through other clients, perhaps other members
         Check.eq(want, al.get().postValue(), "value after all increments");
         Check.eq(want, (long) seen.size(), "distinct increment results");
         Check.that(al.compareAndSet(want, 500L).succeeded(), "compareAndSet with the current value failed");
@@ -230,9 +232,12 @@ final class RecipeScenarios {
     static void sharedCount(Ctx c) throws Exception {
         String path = c.path("count");
         SharedCount a = new SharedCount(c.curator(), path, 10);
-        SharedCount b = new SharedCount(c.curator(), path, 99);
+        CuratorFramework bc = c.curator();
+        SharedCount b = new SharedCount(bc, path, 99);
         List<Integer> heard = Collections.synchronizedList(new ArrayList<>());
         a.start();
+        // b's start reads the count a created, perhaps through another member.
+        Ctx.sync(bc, path);
         b.start();
         b.addListener(new SharedCountListener() {
             @Override
@@ -265,11 +270,16 @@ final class RecipeScenarios {
         String path = c.path("barrier");
         DistributedBarrier setter = new DistributedBarrier(c.curator(), path);
         setter.setBarrier();
-        Check.that(!new DistributedBarrier(c.curator(), path).waitOnBarrier(300, TimeUnit.MILLISECONDS),
+        // Each waiter below checks the barrier the setter made, perhaps through another member.
+        CuratorFramework early = c.curator();
+        Ctx.sync(early, path);
+        Check.that(!new DistributedBarrier(early, path).waitOnBarrier(300, TimeUnit.MILLISECONDS),
                 "waitOnBarrier returned true while the barrier is set");
         CountDownLatch through = new CountDownLatch(3);
         for (int i = 0; i < 3; i++) {
-            DistributedBarrier w = new DistributedBarrier(c.curator(), path);
+            CuratorFramework wc = c.curator();
+            Ctx.sync(wc, path);
+            DistributedBarrier w = new DistributedBarrier(wc, path);
             c.go(() -> {
                 w.waitOnBarrier();
                 through.countDown();
@@ -312,6 +322,7 @@ final class RecipeScenarios {
         // Curator 5.4's leave() does not wait for the other members (ZooKeeper 3.8 shows the same), so
         // only check that every member's node is gone.
         CuratorFramework any = c.curator();
+        Ctx.sync(any, path); // the members left through their own clients, perhaps other members
         List<String> left = new ArrayList<>();
         try {
             left.addAll(any.getChildren().forPath(path));
@@ -393,7 +404,9 @@ final class RecipeScenarios {
             prod2.put("m" + i);
             want.add("m" + i);
         }
-        DistributedQueue<String> cons2 = QueueBuilder.builder(c.curator(), collector(seq), STRINGS, path2).buildQueue();
+        CuratorFramework cc2 = c.curator();
+        Ctx.sync(cc2, path2); // the consumer's first listing reads the producer's items
+        DistributedQueue<String> cons2 = QueueBuilder.builder(cc2, collector(seq), STRINGS, path2).buildQueue();
         cons2.start();
         qs.add(cons2);
         Check.waitFor(20_000, "15 items consumed in order", () -> seq.size() >= 15);
@@ -410,7 +423,9 @@ final class RecipeScenarios {
         w.create().creatingParentsIfNeeded().forPath(base + "/a", bytes("1"));
         List<String> events = Collections.synchronizedList(new ArrayList<>());
         CountDownLatch init = new CountDownLatch(1);
-        CuratorCache cache = CuratorCache.build(c.curator(), base);
+        CuratorFramework cr = c.curator();
+        Ctx.sync(cr, base); // the cache's initial load reads w's /a, perhaps through another member
+        CuratorCache cache = CuratorCache.build(cr, base);
         cache.listenable().addListener(CuratorCacheListener.builder()
                 .forCreates(n -> events.add("create " + n.getPath() + " " + str(n.getData())))
                 .forChanges((o, n) -> events.add("change " + n.getPath() + " " + str(o.getData()) + "->" + str(n.getData())))

@@ -66,6 +66,7 @@ final class WatchScenarios {
         ZkClientScenarios.Recorder once = new ZkClientScenarios.Recorder();
         ZkClientScenarios.Recorder pers = new ZkClientScenarios.Recorder();
         ZkClientScenarios.Recorder rec = new ZkClientScenarios.Recorder();
+        Ctx.sync(z, b); // other's creates may not have reached member 0 yet
         z.getData(b + "/a", once, null);
         Check.that(z.exists(b + "/b", once) == null, "/b exists already");
         z.getChildren(b + "/c", once);
@@ -272,6 +273,7 @@ final class WatchScenarios {
         CuratorFramework w = c.curator(cl.connectString(), FailoverScenarios.SESSION_MS);
         CuratorFramework r = c.curator(cl.connectString(), FailoverScenarios.SESSION_MS);
         w.create().creatingParentsIfNeeded().forPath(base + "/a", bytes("1"));
+        Ctx.sync(r, base); // the cache's initial load reads w's /a, perhaps through another member
         List<String> events = Collections.synchronizedList(new ArrayList<>());
         CountDownLatch init = new CountDownLatch(1);
         CuratorCache cache = CuratorCache.build(r, base);

@@ -228,6 +228,7 @@ final class ZkClientScenarios {
         // Curator's creatingParentContainersIfNeeded uses createContainer for the parents.
         CuratorFramework cf = c.curator();
         cf.create().creatingParentContainersIfNeeded().forPath(b + "/deep/p/leaf");
+        Ctx.sync(z, b); // cf may be connected to another member
         Stat deep = z.exists(b + "/deep", false);
         Check.that(deep != null, "parent container missing");
         cf.delete().forPath(b + "/deep/p/leaf");
@@ -271,6 +272,8 @@ final class ZkClientScenarios {
         String p = c.path("");
         create(z, p, "0", CreateMode.PERSISTENT);
         Recorder r = new Recorder();
+        // Else w's member may apply z's create after the watch is armed and report it.
+        Ctx.sync(w, p);
         w.addWatch(p, r, AddWatchMode.PERSISTENT);
         z.setData(p, bytes("1"), -1);
         z.setData(p, bytes("2"), -1);
@@ -307,10 +310,13 @@ final class ZkClientScenarios {
         String p = c.path("");
         create(z, p, null, CreateMode.PERSISTENT);
         Recorder r = new Recorder();
+        // Else w's member may apply z's create after the watch is armed and report it.
+        Ctx.sync(w, p);
         w.addWatch(p, r, AddWatchMode.PERSISTENT_RECURSIVE);
         Recorder oneShot = new Recorder();
         create(z, p + "/a", null, CreateMode.PERSISTENT);
         create(z, p + "/a/b", "1", CreateMode.PERSISTENT);
+        Ctx.sync(w, p); // z's create may not have reached w's member yet
         w.getData(p + "/a/b", oneShot, null);
         z.setData(p + "/a/b", bytes("2"), -1);
         z.setData(p + "/a/b", bytes("3"), -1);

@@ -413,6 +413,7 @@ final class ZkMoreScenarios {
         Check.eq(acl(all, "digest", org.apache.zookeeper.server.auth.DigestAuthenticationProvider.generateDigest("dave:pw")),
                 z.getACL(p + "/mine", new Stat()), "ACL stored for an auth entry");
         ZooKeeper anon = c.zk();
+        Ctx.sync(anon, p); // else z's create may not have reached anon's member (NoNode, not NoAuth)
         Check.eq(KeeperException.Code.NOAUTH, code("anonymous read of dave's node", () -> anon.getData(p + "/mine", false, null)), "anonymous read of dave's node");
     }
 
@@ -426,15 +427,19 @@ final class ZkMoreScenarios {
         owner.addAuthInfo("digest", bytes("erin:pw"));
         owner.create("/locked", bytes("s3cret"), acl(org.apache.zookeeper.ZooDefs.Perms.ALL, "auth", ""), CreateMode.PERSISTENT);
         ZooKeeper anon = c.zk(cl.connectString(), Ctx.SESSION_MS, e -> { });
+        // Each reader below reads what owner wrote, perhaps through another member.
+        Ctx.sync(anon, "/locked");
         Check.eq(KeeperException.Code.NOAUTH, code("anonymous read", () -> anon.getData("/locked", false, null)), "anonymous read");
         ZooKeeper sup = c.zk(cl.connectString(), Ctx.SESSION_MS, e -> { });
         sup.addAuthInfo("digest", bytes("super:letmein"));
+        Ctx.sync(sup, "/locked");
         Check.eq("s3cret", str(sup.getData("/locked", false, null)), "super user's read");
         sup.setData("/locked", bytes("changed"), -1);
         sup.delete("/locked", -1);
         owner.create("/locked2", null, acl(org.apache.zookeeper.ZooDefs.Perms.ALL, "auth", ""), CreateMode.PERSISTENT);
         ZooKeeper wrong = c.zk(cl.connectString(), Ctx.SESSION_MS, e -> { });
         wrong.addAuthInfo("digest", bytes("super:wrong"));
+        Ctx.sync(wrong, "/locked2");
         Check.eq(KeeperException.Code.NOAUTH, code("read with a wrong super password",
                 () -> wrong.getData("/locked2", false, null)), "read with a wrong super password");
     }
