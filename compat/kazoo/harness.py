@@ -19,6 +19,7 @@ until its ensembles land (issue 3), and then the same suite can run with
 
 import ctypes
 import os
+import random
 import shutil
 import signal
 import socket
@@ -42,8 +43,42 @@ class HarnessError(Exception):
     """A server could not be configured, started or stopped."""
 
 
+def _ephemeral_low():
+    """The first port of the kernel's range for outgoing connections."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+_handed_out = set()
+_port_lock = threading.Lock()
+
+
 def free_port():
-    """Return a TCP port on 127.0.0.1 that nothing listened on just now."""
+    """Return a TCP port on 127.0.0.1 that nothing used just now.
+
+    The port lies below the kernel's ephemeral range when there is room:
+    a server killed and restarted on its port would otherwise find it
+    taken, now and then, by an outgoing connection of some process on the
+    machine (even a client's own connect to the dead port, connected to
+    itself). Each port is handed out once per run."""
+    lo, hi = 10000, _ephemeral_low()
+    if hi - lo >= 1000:
+        for _ in range(200):
+            port = random.randrange(lo, hi)
+            with _port_lock:
+                if port in _handed_out:
+                    continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            with _port_lock:
+                _handed_out.add(port)
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
