@@ -32,6 +32,7 @@ func startBackendServer(t *testing.T, b Backend, closeBackend func()) string {
 	cfg := DefaultConfig()
 	cfg.ClientAddr = "127.0.0.1:0"
 	cfg.TickTime = 40 * time.Millisecond
+	cfg.FourLetterWhitelist = []string{"*"}
 	s, err := New(cfg, b)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"math"
@@ -27,10 +29,29 @@ var fourLetterWords = map[string]bool{
 	"ruok": true, "srvr": true, "stat": true, "mntr": true, "conf": true,
 	"cons": true, "envi": true, "isro": true, "wchs": true, "wchc": true,
 	"wchp": true, "dump": true, "crst": true, "srst": true, "dirs": true,
+	"gtmk": true, "stmk": true,
 	// Known to ZooKeeper but without meaning here: refused with the
-	// whitelist message unless whitelisted, then answered with nothing.
-	"gtmk": true, "stmk": true, "hash": true,
+	// whitelist message unless whitelisted, then answered with nothing
+	// (ZooKeeper's digest history; the admin command hash has zkd's digest).
+	"hash": true,
 }
+
+// notServingText is ZooKeeper's answer to the words that need a running
+// server while a member is not serving (no quorum, not read-only).
+const notServingText = "This ZooKeeper instance is not currently serving requests"
+
+// needsServing lists the words answered with notServingText while the
+// member is not serving, as ZooKeeper's commands that check
+// isZKServerRunning; ruok, envi, isro, gtmk and stmk always answer.
+var needsServing = map[string]bool{
+	"srvr": true, "stat": true, "mntr": true, "conf": true, "cons": true,
+	"wchs": true, "wchc": true, "wchp": true, "dump": true, "crst": true,
+	"srst": true, "dirs": true, "hash": true,
+}
+
+// defaultTraceMask is ZooKeeper's initial trace mask (ZooTrace: client
+// request, client ping and server packet tracing), reported by gtmk.
+const defaultTraceMask = 306
 
 func isFourLetterWord(w string) bool { return fourLetterWords[w] }
 
@@ -46,9 +67,20 @@ func (c *conn) serveFourLetter(word string) {
 	c.recv.Add(1)
 	c.s.stats.packetsReceived.Add(1)
 	var out string
-	if !c.s.FourLetterAllowed(word) {
+	switch {
+	case !c.s.FourLetterAllowed(word):
 		out = word + " is not executed because it is not in the whitelist.\n"
-	} else {
+	case word == "stmk":
+		// The new mask follows the word as a big-endian long.
+		c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
+		var mask [8]byte
+		if _, err := io.ReadFull(c.br, mask[:]); err != nil {
+			c.s.log.Info("4-letter word stmk without its 8-byte mask, closing connection", zap.String("remote", c.remote))
+			return
+		}
+		c.s.traceMask.Store(int64(binary.BigEndian.Uint64(mask[:])))
+		out = c.s.FourLetter("gtmk")
+	default:
 		out = c.s.FourLetter(word)
 	}
 	c.s.log.Debug("4-letter word", zap.String("remote", c.remote), zap.String("cmd", word))
@@ -65,14 +97,28 @@ func (c *conn) serveFourLetter(word string) {
 // ignoring the whitelist; "" for an unknown word.
 func (s *Server) FourLetter(word string) string {
 	var b strings.Builder
+	running := s.serving() || s.b.Mode() == "read-only"
+	if needsServing[word] && !running {
+		if word == "hash" {
+			return notServingText
+		}
+		return notServingText + "\n"
+	}
 	switch word {
 	case "ruok":
 		return "imok"
 	case "isro":
-		if s.b.Mode() == "read-only" {
+		switch {
+		case !running:
+			return "null"
+		case s.b.Mode() == "read-only":
 			return "ro"
 		}
 		return "rw"
+	case "gtmk":
+		// zkd keeps the mask for ZooKeeper's tools; it has no trace log
+		// for it to filter.
+		return strconv.FormatInt(s.traceMask.Load(), 10)
 	case "srvr":
 		s.Stats().write(&b, nil)
 	case "stat":

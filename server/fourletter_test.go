@@ -232,3 +232,66 @@ func TestConsAfterHandshakeOnly(t *testing.T) {
 		t.Fatalf("cons after the handshake: lop=%s lcxid=%d lzxid=0x%x (tree at 0x%x)", ci.LastOp, ci.LastCxid, ci.LastZxid, ts.b.LastZxid())
 	}
 }
+
+// TestFourLetterTraceMask: gtmk reports ZooKeeper's initial trace mask
+// (306); stmk sets it from the 8-byte big-endian long after the word and
+// answers the new mask, which gtmk then reports.
+func TestFourLetterTraceMask(t *testing.T) {
+	ts := startServer(t, nil)
+	if got := fourLetter(t, ts.addr, "gtmk"); got != "306" {
+		t.Fatalf("gtmk: %q, want 306", got)
+	}
+	if got := fourLetter(t, ts.addr, "stmk\x00\x00\x00\x00\x00\x00\x01\xff"); got != "511" {
+		t.Fatalf("stmk 0x1ff: %q, want 511", got)
+	}
+	if got := fourLetter(t, ts.addr, "gtmk"); got != "511" {
+		t.Fatalf("gtmk after stmk: %q, want 511", got)
+	}
+	// A truncated stmk (the client stops sending) is closed without an
+	// answer; the mask stays.
+	nc, err := net.DialTimeout("tcp", ts.addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	nc.Write([]byte("stmk\x00\x01"))
+	nc.(*net.TCPConn).CloseWrite()
+	if got, err := io.ReadAll(nc); err != nil || len(got) != 0 {
+		t.Fatalf("truncated stmk answered %q (%v)", got, err)
+	}
+	if got := fourLetter(t, ts.addr, "gtmk"); got != "511" {
+		t.Fatalf("gtmk after a truncated stmk: %q, want 511", got)
+	}
+}
+
+// TestFourLetterNotServing: a member without quorum answers as a ZooKeeper
+// member that is not running a server (checked against ZooKeeper 3.8's
+// QuorumPeerMain alone): the words that need the server say so, isro says
+// null, the others answer as usual.
+func TestFourLetterNotServing(t *testing.T) {
+	b := &quorumBackend{fakeBackend: newFakeBackend()}
+	addr := startQuorumServer(t, b)
+	const notServing = "This ZooKeeper instance is not currently serving requests\n"
+	for _, tc := range []struct{ word, want string }{
+		{"srvr", notServing}, {"stat", notServing}, {"mntr", notServing}, {"conf", notServing},
+		{"cons", notServing}, {"wchs", notServing}, {"wchc", notServing}, {"wchp", notServing},
+		{"dump", notServing}, {"crst", notServing}, {"srst", notServing}, {"dirs", notServing},
+		{"hash", strings.TrimSuffix(notServing, "\n")},
+		{"isro", "null"}, {"ruok", "imok"}, {"gtmk", "306"},
+	} {
+		if got := fourLetter(t, addr, tc.word); got != tc.want {
+			t.Errorf("%s while not serving: %q, want %q", tc.word, got, tc.want)
+		}
+	}
+	if got := fourLetter(t, addr, "envi"); !strings.HasPrefix(got, "Environment:\n") {
+		t.Errorf("envi while not serving: %q", got)
+	}
+	b.serving.Store(true)
+	if got := fourLetter(t, addr, "srvr"); !strings.HasPrefix(got, "Zookeeper version: ") {
+		t.Errorf("srvr once serving: %q", got)
+	}
+	if got := fourLetter(t, addr, "isro"); got != "rw" {
+		t.Errorf("isro once serving: %q", got)
+	}
+}

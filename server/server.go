@@ -27,6 +27,7 @@ type Server struct {
 	log       *zap.Logger
 	whitelist map[string]bool // nil: every word is allowed
 	start     time.Time
+	traceMask atomic.Int64 // gtmk / stmk
 
 	wg   sync.WaitGroup // every goroutine started through goAttach
 	quit chan struct{}  // closed once by Close
@@ -68,6 +69,8 @@ func New(cfg Config, b Backend) (*Server, error) {
 		start: time.Now(),
 		quit:  make(chan struct{}),
 	}
+	s.traceMask.Store(defaultTraceMask)
+
 	s.whitelist = map[string]bool{}
 	for _, w := range cfg.FourLetterWhitelist {
 		w = strings.TrimSpace(w)
