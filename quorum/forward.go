@@ -114,8 +114,12 @@ type forwarder struct {
 		// lost holds the client connections (zab.Request.Origin) that
 		// had a write fail here, and when: their later writes are
 		// refused, so none lands after an earlier one was lost.
-		lost map[uint64]time.Time
+		lost      map[uint64]time.Time
+		lastPrune time.Time
 	}
+	// lostCount mirrors len(mu.lost), so that lostWrite costs no lock
+	// while no write was lost (nearly always).
+	lostCount atomic.Int64
 	// streamOpen is set while the forwarder has a stream to a leader: a
 	// member that has just become leader sends its writes through the
 	// forwarder until that stream to the old leader is closed and its
@@ -201,24 +205,33 @@ func (f *forwarder) markLost(origin uint64) {
 	now := time.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.mu.lost[origin]; !ok {
+	f.mu.lost[origin] = now
+	f.pruneLost(now)
+}
+
+// pruneLost forgets the connections that lost a write more than lostTTL
+// ago, at most once per lostTTL/4. The caller holds f.mu.
+func (f *forwarder) pruneLost(now time.Time) {
+	if now.Sub(f.mu.lastPrune) >= lostTTL/4 {
+		f.mu.lastPrune = now
 		for o, t := range f.mu.lost {
 			if now.Sub(t) > lostTTL {
 				delete(f.mu.lost, o)
 			}
 		}
 	}
-	f.mu.lost[origin] = now
+	f.lostCount.Store(int64(len(f.mu.lost)))
 }
 
 // lostWrite reports whether connection origin had a write fail here: its
 // later writes must fail too.
 func (f *forwarder) lostWrite(origin uint64) bool {
-	if origin == 0 {
+	if origin == 0 || f.lostCount.Load() == 0 {
 		return false
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.pruneLost(time.Now())
 	_, ok := f.mu.lost[origin]
 	return ok
 }
