@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,27 +26,31 @@ func TestIntegration_LockAcrossKillNine(t *testing.T) {
 	// Short sessions: a lock node orphaned by an attempt that failed in
 	// the outage goes when its session expires.
 	forBoth(t, zkproc.Options{TickTime: 500}, func(t *testing.T, s *zkproc.Server) {
-		lockUnderKills(t, []*zkproc.Server{s})
+		lockUnderKills(t, []*zkproc.Server{s}, 2)
 	})
 }
 
 // TestIntegration_LockAcrossMemberKillNine is the same on a 3-member
 // ensemble: each kill takes down the member the latest lock holder is
 // connected to, so holders and waiters move to the other members in the
-// middle of the recipe.
+// middle of the recipe; before the next kill, the killed member must be
+// back and serving. ZooKeeper runs it with one kill only: Debian's
+// ZooKeeper 3.8.0 sometimes fails to resync a restarted follower
+// (NullPointerException in Learner.syncWithLeader, then LOOKING again), so
+// a second kill would take its quorum.
 func TestIntegration_LockAcrossMemberKillNine(t *testing.T) {
 	opts := zkproc.Options{TickTime: 500}
 	t.Run("zkd", func(t *testing.T) {
-		lockUnderKills(t, zkproc.StartZkdEnsemble(t, 3, opts))
+		lockUnderKills(t, zkproc.StartZkdEnsemble(t, 3, opts), 2)
 	})
 	t.Run("zookeeper", func(t *testing.T) {
-		lockUnderKills(t, zkproc.StartZooKeeperEnsemble(t, 3, opts))
+		lockUnderKills(t, zkproc.StartZooKeeperEnsemble(t, 3, opts), 1)
 	})
 }
 
 // lockUnderKills is the lock workload of the two tests above on servers (one
-// standalone server or the members of an ensemble).
-func lockUnderKills(t *testing.T, servers []*zkproc.Server) {
+// standalone server or the members of an ensemble), with kills kills.
+func lockUnderKills(t *testing.T, servers []*zkproc.Server, kills int) {
 	addrs := zkproc.Addrs(servers)
 	setup, _ := connectTo(t, addrs, 10*time.Second)
 	_, err := setup.Create("/fcounter", make([]byte, 8), 0, worldACL)
@@ -106,7 +111,18 @@ func lockUnderKills(t *testing.T, servers []*zkproc.Server) {
 			c.Close()
 		}()
 	}
-	for k := 0; k < 2; k++ {
+	for k := 0; k < kills; k++ {
+		if len(servers) > 1 {
+			waitFor(t, 60*time.Second, "every member serving before the kill", func() bool {
+				for _, s := range servers {
+					out, err := s.FourLetter("srvr")
+					if err != nil || !(strings.Contains(out, "Mode: leader") || strings.Contains(out, "Mode: follower")) {
+						return false
+					}
+				}
+				return true
+			})
+		}
 		target := done.Load() + contenders*rounds/3
 		waitFor(t, 60*time.Second, "progress before the kill", func() bool { return done.Load() >= target })
 		victim := servers[0]
