@@ -618,3 +618,49 @@ func TestPipelinedWritesKeepOrderAcrossFailover(t *testing.T) {
 	}
 	t.Logf("%d pipelined batches checked", len(runs))
 }
+
+// TestSyncReattachWaitsForNewLeader: clients resuming their sessions on
+// a follower while the leader stops are not refused: a sync that fails
+// with the old leader is tried again with the new one.
+func TestSyncReattachWaitsForNewLeader(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{TickTime: 50 * time.Millisecond})
+	c.Ready(5 * time.Second)
+	l := c.WaitLeader(5 * time.Second)
+	f := c.Member(follower(c, l))
+	stop := make(chan struct{})
+	errs := make(chan error, 1000)
+	var syncs atomic.Int64
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := f.SyncReattach(ctx)
+				cancel()
+				syncs.Add(1)
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(100 * time.Millisecond)
+	c.Stop(l)
+	c.WaitLeader(5 * time.Second)
+	time.Sleep(100 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("SyncReattach across the leader change: %v", err)
+	}
+	t.Logf("%d syncs", syncs.Load())
+}

@@ -491,7 +491,20 @@ func (m *Member) SyncReattach(ctx context.Context) error {
 	if m.fwd == nil {
 		return nil
 	}
-	return m.Sync(ctx)
+	// A sync fails at once when the leader is lost under it; clients
+	// reconnect exactly then, so try again (the next attempt waits for
+	// the new leader) until ctx ends rather than refuse the client.
+	for {
+		err := m.Sync(ctx)
+		if err == nil || !errors.Is(err, zab.ErrNotLeader) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // Mode names the member's role: standalone, leader, follower or
