@@ -43,6 +43,7 @@ type conn struct {
 	seq    uint64 // accept order, for listings
 
 	tree           *datatree.Tree // the tree at the handshake; see readLoop
+	dec            jute.Decoder   // the reader's, reset for each request
 	sessionID      atomic.Int64
 	timeout        atomic.Int32 // negotiated session timeout, ms
 	established    atomic.Int64 // ms since the epoch, 0 before the handshake
@@ -427,8 +428,8 @@ func (c *conn) readLoop() {
 			return
 		}
 		var hdr jute.RequestHeader
-		hd := jute.NewDecoder(frame[:requestHeaderSize])
-		hdr.Decode(hd)
+		c.dec.Reset(frame[:requestHeaderSize])
+		hdr.Decode(&c.dec)
 		body := frame[requestHeaderSize:]
 		sl := &slot{xid: hdr.Xid, op: hdr.Type, start: time.Now()}
 
@@ -487,7 +488,8 @@ func (c *conn) prepare(sl *slot, body []byte) {
 	var reject jute.Code
 	if rec != nil {
 		// Trailing bytes are ignored, as ZooKeeper does.
-		d := jute.NewDecoder(body)
+		d := &c.dec
+		d.Reset(body)
 		rec.Decode(d)
 		if d.Err() != nil {
 			c.logger().Debug("malformed request body", zap.String("op", opName(sl.op)), zap.Error(d.Err()))
@@ -971,7 +973,7 @@ func sizeOf(frames [][]byte) int {
 
 // encodeReply returns a frame: length prefix, reply header, optional body.
 func encodeReply(hdr jute.ReplyHeader, body jute.Record) []byte {
-	e := jute.NewEncoder(make([]byte, 4, 64))
+	e := jute.NewEncoder(make([]byte, 4, replySize(body)))
 	hdr.Encode(e)
 	if body != nil {
 		body.Encode(e)
@@ -979,6 +981,31 @@ func encodeReply(hdr jute.ReplyHeader, body jute.Record) []byte {
 	b := e.Bytes()
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	return b
+}
+
+// replySize estimates the frame size of a reply with body, so that the
+// encoder allocates once: the length prefix, reply header and a Stat, plus
+// the payload of the replies that carry data or names.
+func replySize(body jute.Record) int {
+	const fixed = 4 + 16 + 68 + 16
+	switch r := body.(type) {
+	case *jute.GetDataResponse:
+		return fixed + len(r.Data)
+	case *jute.GetChildrenResponse:
+		return fixed + namesSize(r.Children)
+	case *jute.GetChildren2Response:
+		return fixed + namesSize(r.Children)
+	}
+	return fixed
+}
+
+// namesSize is the encoded size of a vector of strings.
+func namesSize(names []string) int {
+	n := 4
+	for _, s := range names {
+		n += 4 + len(s)
+	}
+	return n
 }
 
 // encodeFrame returns a frame holding one record, as the connect response.
