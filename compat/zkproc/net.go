@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
+	"os"
 	"testing"
 	"time"
 )
 
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. The
-// port is not reserved: StartZkd and StartZooKeeper retry with another port
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago,
+// below the kernel's ephemeral range (see freePort). The port is not
+// reserved: StartZkd and StartZooKeeper retry with another port
 // if a server finds theirs taken.
 func FreePort(t testing.TB) int {
 	t.Helper()
@@ -22,17 +25,66 @@ func FreePort(t testing.TB) int {
 	return port
 }
 
+// FreePorts returns n distinct ports that were free a moment ago, drawn
+// as FreePort's. Each stays bound until all are drawn, so none is handed
+// out twice.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	for len(ports) < n {
+		p, err := freePort()
+		if err != nil {
+			t.Fatalf("zkproc: %v", err)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue // taken since freePort looked: draw again
+		}
+		defer l.Close()
+		ports = append(ports, p)
+	}
+	return ports
+}
+
 // pickPort chooses a standalone server's client port; tests replace it to
 // force a port collision.
 var pickPort = freePort
 
+// freePort picks a free port below the kernel's ephemeral range: a server
+// killed and restarted on its port must not find it taken by an outgoing
+// connection in between, which can happen to a port the kernel handed out
+// for port 0. Outside Linux, or when nothing below the range is free, it
+// falls back to port 0.
 func freePort() (int, error) {
+	if lo, hi, ok := belowEphemeral(); ok {
+		for range 200 {
+			p := lo + rand.IntN(hi-lo+1)
+			if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p)); err == nil {
+				l.Close()
+				return p, nil
+			}
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find free port: %w", err)
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// belowEphemeral returns the port range tests draw from: from 10000 up to
+// the start of Linux's ip_local_port_range.
+func belowEphemeral() (lo, hi int, ok bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, 0, false
+	}
+	var first, last int
+	if _, err := fmt.Sscan(string(b), &first, &last); err != nil || first <= 11000 {
+		return 0, 0, false
+	}
+	return 10000, first - 1, true
 }
 
 // FourLetter sends a 4-letter word to addr and returns the reply, read until

@@ -217,20 +217,10 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 		t.Fatalf("zkproc: Options.Dir and Options.Port must be unset for an ensemble")
 	}
 	base := t.TempDir()
-	// The ports are not held open, so the kernel may hand one out twice:
-	// draw until all 3n are distinct.
-	seen := map[int]bool{}
-	distinct := func() int {
-		for {
-			if p := FreePort(t); !seen[p] {
-				seen[p] = true
-				return p
-			}
-		}
-	}
+	ports := FreePorts(t, 3*n)
 	members := make([]member, n)
 	for i := range members {
-		members[i] = member{id: i + 1, client: distinct(), quorum: distinct(), election: distinct()}
+		members[i] = member{id: i + 1, client: ports[3*i], quorum: ports[3*i+1], election: ports[3*i+2]}
 	}
 	servers := make([]*Server, n)
 	for i, m := range members {

@@ -7,13 +7,13 @@ package quorumtest
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
+	"github.com/zkd/zkd/compat/zkproc"
 	"github.com/zkd/zkd/quorum"
 	"github.com/zkd/zkd/zab"
 )
@@ -54,24 +54,6 @@ type Options struct {
 	Spares int
 }
 
-// freePorts returns n distinct free loopback ports. The listeners stay
-// open until all are picked, so the kernel cannot hand out one port twice
-// (in-memory raft leaves quorum ports unbound, and two members then
-// collided on one).
-func freePorts(t testing.TB, n int) []int {
-	t.Helper()
-	ports := make([]int, 0, n)
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("quorumtest: free port: %v", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports
-}
-
 // New starts an ensemble and waits for a leader; it is closed when the
 // test ends.
 func New(t testing.TB, o Options) *Cluster {
@@ -91,7 +73,9 @@ func New(t testing.TB, o Options) *Cluster {
 	cfg := quorum.DefaultConfig()
 	cfg.TickTime, cfg.SyncLimit, cfg.InitLimit, cfg.Logger = o.TickTime, o.SyncLimit, 10, o.Logger
 	cfg.ReadOnlyMode = o.ReadOnlyMode
-	ports := freePorts(t, 2*o.Members)
+	// Below the ephemeral range, so a restarted member finds its ports
+	// free (zkproc.FreePorts).
+	ports := zkproc.FreePorts(t, 2*o.Members)
 	for i := 0; i < o.Members; i++ {
 		cfg.Peers = append(cfg.Peers, quorum.Peer{
 			ID: int64(i + 1), Host: "127.0.0.1", QuorumPort: ports[2*i], ElectionPort: ports[2*i+1],
