@@ -416,12 +416,6 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 	if m.fwd == nil {
 		return m.node.Submit(r)
 	}
-	// A new leader may still hold writes it queued for the old one (the
-	// forwarder submits them locally once this member leads), or a stream
-	// to the old leader with writes unanswered (the forwarder fails them
-	// when it closes that stream): its own writes go the forwarder's way
-	// until both are settled, so no connection's writes are reordered by
-	// the change.
 	if m.fwd.lostWrite(r.Origin) {
 		// An earlier write of this connection was lost with a leader:
 		// this one must not land after it (the connection is closing).
@@ -429,6 +423,12 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 		m.node.Fail(seq, zab.ErrNotLeader)
 		return f
 	}
+	// A new leader may still hold writes it queued for the old one (the
+	// forwarder submits them locally once this member leads), or a stream
+	// to the old leader with writes unanswered (the forwarder fails them
+	// when it closes that stream): its own writes go the forwarder's way
+	// until both are settled, so no connection's writes are reordered by
+	// the change.
 	if m.node.IsLeader() && !m.fwd.streamOpen.Load() && m.fwd.awaitQueuedWrites(m.timing.HoldTimeout) {
 		if r.Op != jute.OpReconfig {
 			return m.node.Submit(r)
