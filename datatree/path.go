@@ -70,3 +70,22 @@ func parentOf(path string) (parent, name string, ok bool) {
 func isSpecialPath(path string) bool {
 	return path == "/" || path == "/zookeeper" || path == "/zookeeper/quota" || path == "/zookeeper/config"
 }
+
+// FencingPath is zkd's virtual read-only subtree: the public key of the
+// fencing tokens at the node itself and a token per lock node under it,
+// served by package server and never stored in the tree. Writes to it or
+// under it answer NoAuth, as ZooKeeper answers writes to /zookeeper/config
+// (world read-only); creating the node itself answers NodeExists.
+const FencingPath = "/zookeeper/fencing"
+
+// fencingErr returns the error of a write to path if path is FencingPath
+// or under it, else nil.
+func fencingErr(path string, create bool) error {
+	if !strings.HasPrefix(path, FencingPath) || (len(path) > len(FencingPath) && path[len(FencingPath)] != '/') {
+		return nil
+	}
+	if create && path == FencingPath {
+		return pathErr(ErrNodeExists, path)
+	}
+	return pathErr(ErrNoAuth, path)
+}

@@ -394,6 +394,9 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 	if !ok {
 		return "", jute.Stat{}, pathErr(ErrInvalidACL, path)
 	}
+	if err := fencingErr(path, true); err != nil {
+		return "", jute.Stat{}, err
+	}
 	parent := t.lookup(parentPath)
 	if parent == nil {
 		return "", jute.Stat{}, pathErr(ErrNoNode, parentPath)
@@ -528,6 +531,9 @@ func (w *writer) delete(path string, version int32) error {
 	if !ok || strings.IndexByte(path, 0) >= 0 || isSpecialPath(path) {
 		return pathErr(ErrBadArguments, path)
 	}
+	if err := fencingErr(path, false); err != nil {
+		return err
+	}
 	parent := t.lookup(parentPath)
 	if parent == nil {
 		return pathErr(ErrNoNode, parentPath)
@@ -587,6 +593,9 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 	if !ValidatePath(path) {
 		return jute.Stat{}, pathErr(ErrBadArguments, path)
 	}
+	if err := fencingErr(path, false); err != nil {
+		return jute.Stat{}, err
+	}
 	n := t.lookup(path)
 	if n == nil {
 		return jute.Stat{}, pathErr(ErrNoNode, path)
@@ -630,6 +639,9 @@ func (w *writer) setACL(path string, acl []jute.ACL, aversion int32) (jute.Stat,
 	fixed, ok := t.fixupACL(acl, w.tx.Auth)
 	if !ok {
 		return jute.Stat{}, pathErr(ErrInvalidACL, path)
+	}
+	if err := fencingErr(path, false); err != nil {
+		return jute.Stat{}, err
 	}
 	n := t.lookup(path)
 	if n == nil {

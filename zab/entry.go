@@ -22,6 +22,9 @@ const (
 	// kindSetConfig replaces the data of /zookeeper/config with the
 	// ensemble's membership (ZooKeeper's dynamic-config text).
 	kindSetConfig entryKind = 4
+	// kindFencingKey installs the ensemble's fencing key (an Ed25519
+	// seed the leader drew) unless one is installed already.
+	kindFencingKey entryKind = 5
 )
 
 // entry is the decoded form of one log entry. Every field an apply reads is
@@ -42,6 +45,8 @@ type entry struct {
 	paths []string
 	// config is the new /zookeeper/config data (kindSetConfig).
 	config []byte
+	// fenceSeed is the fencing key seed (kindFencingKey).
+	fenceSeed []byte
 }
 
 func (e *entry) encode() []byte {
@@ -62,6 +67,8 @@ func (e *entry) encode() []byte {
 		enc.WriteStrings(e.paths)
 	case kindSetConfig:
 		enc.WriteBuffer(e.config)
+	case kindFencingKey:
+		enc.WriteBuffer(e.fenceSeed)
 	default:
 		panic(fmt.Sprintf("zab: encoding entry of unknown kind %d", e.kind))
 	}
@@ -86,6 +93,8 @@ func decodeEntry(b []byte) (*entry, error) {
 		e.paths = d.ReadStrings()
 	case kindSetConfig:
 		e.config = d.ReadBuffer()
+	case kindFencingKey:
+		e.fenceSeed = d.ReadBuffer()
 	default:
 		return nil, fmt.Errorf("zab: log entry of unknown kind %d", e.kind)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/zab/fencing"
 )
 
 // fsm is the raft state machine: the datatree plus the session table. It
@@ -35,6 +36,14 @@ type fsm struct {
 	// (-1: none), for the last_snapshot admin command. Not replicated
 	// state: apply never reads it.
 	snapZxid atomic.Int64
+
+	// fence signs fencing tokens with the key the log installed
+	// (kindFencingKey); nil until then. Set on the apply goroutine and
+	// by Restore, read by any.
+	fence atomic.Pointer[fencing.Signer]
+	// fenceSeed is the seed fence was made from, for snapshots. Touched
+	// only by the apply goroutine.
+	fenceSeed []byte
 
 	// lastTerm and counter make zxids: (term << 32) | counter, the counter
 	// restarting at 1 in each new term. Touched only by the apply goroutine.
@@ -155,6 +164,8 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		} else if f.onConfigChanged != nil {
 			f.onConfigChanged(e.config)
 		}
+	case kindFencingKey:
+		f.installFencingKey(e.fenceSeed, zxid)
 	case kindDeleteExpired:
 		tx := &datatree.Txn{Zxid: zxid, Time: e.time}
 		for _, p := range e.paths {
@@ -164,6 +175,24 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		}
 	}
 	return nil
+}
+
+// installFencingKey makes seed the fencing key unless one is installed: the
+// first key entry in the log wins, so two leaders that each proposed one
+// still agree. A seed of the wrong size is ignored alike on every member.
+func (f *fsm) installFencingKey(seed []byte, zxid int64) {
+	if f.fenceSeed != nil {
+		f.log.Debug("fencing key already installed; later key ignored", zap.String("zxid", fmt.Sprintf("0x%x", zxid)))
+		return
+	}
+	s, err := fencing.NewSigner(seed)
+	if err != nil {
+		f.log.Warn("fencing key entry ignored", zap.String("zxid", fmt.Sprintf("0x%x", zxid)), zap.Error(err))
+		return
+	}
+	f.fenceSeed = append([]byte{}, seed...)
+	f.fence.Store(s)
+	f.log.Info("fencing key installed", zap.String("key_id", s.KeyID().String()), zap.String("zxid", fmt.Sprintf("0x%x", zxid)))
 }
 
 func (f *fsm) closeSession(tree *datatree.Tree, tx *datatree.Txn, id int64) bool {
@@ -391,12 +420,36 @@ func codeOf(err error) jute.Code {
 	return jute.CodeSystemError
 }
 
-// snapshotMagic opens every zkd FSM snapshot; snapshotMagicV1 opened
-// those written before the applied index was recorded.
+// snapshotMagic opens every zkd FSM snapshot; snapshotMagicV2 opened those
+// written before the fencing key was recorded (after the applied index: a
+// jute buffer, -1 for none), snapshotMagicV1 those written before the
+// applied index was.
 const (
-	snapshotMagic   = "zkdsnap2"
+	snapshotMagic   = "zkdsnap3"
+	snapshotMagicV2 = "zkdsnap2"
 	snapshotMagicV1 = "zkdsnap1"
 )
+
+// readSnapshotSeed reads the fencing key seed of a version 3 snapshot: a
+// jute buffer (length -1 when the ensemble had no key yet).
+func readSnapshotSeed(br *bufio.Reader) ([]byte, error) {
+	var lb [4]byte
+	if _, err := io.ReadFull(br, lb[:]); err != nil {
+		return nil, fmt.Errorf("zab: snapshot fencing key: %w", err)
+	}
+	n := jute.NewDecoder(lb[:]).ReadInt()
+	if n < 0 {
+		return nil, nil
+	}
+	if n != fencing.SeedLen {
+		return nil, fmt.Errorf("zab: snapshot fencing key of %d bytes, want %d", n, fencing.SeedLen)
+	}
+	seed := make([]byte, n)
+	if _, err := io.ReadFull(br, seed); err != nil {
+		return nil, fmt.Errorf("zab: snapshot fencing key: %w", err)
+	}
+	return seed, nil
+}
 
 // Snapshot implements raft.FSM. It encodes the session table and the tree
 // on the apply goroutine, so the image is consistent; Persist only copies
@@ -407,6 +460,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	buf.WriteString(snapshotMagic)
 	enc := jute.NewEncoder(nil)
 	enc.WriteLong(int64(f.applied.Load()))
+	enc.WriteBuffer(f.fenceSeed)
 	enc.WriteLong(int64(f.lastTerm))
 	enc.WriteInt(int32(f.counter))
 	ids, timeouts := f.sessionList()
@@ -430,14 +484,23 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if _, err := io.ReadFull(br, magic); err != nil {
 		return fmt.Errorf("zab: snapshot header: %w", err)
 	}
-	var applied uint64
+	var (
+		applied uint64
+		seed    []byte
+	)
 	switch string(magic) {
-	case snapshotMagic:
+	case snapshotMagic, snapshotMagicV2:
 		var ib [8]byte
 		if _, err := io.ReadFull(br, ib[:]); err != nil {
 			return fmt.Errorf("zab: snapshot header: %w", err)
 		}
 		applied = uint64(jute.NewDecoder(ib[:]).ReadLong())
+		if string(magic) == snapshotMagic {
+			var err error
+			if seed, err = readSnapshotSeed(br); err != nil {
+				return err
+			}
+		}
 	case snapshotMagicV1:
 	default:
 		return fmt.Errorf("zab: not a zkd snapshot (magic %q)", magic)
@@ -468,6 +531,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("zab: snapshot tree: %w", err)
 	}
 	f.lastTerm, f.counter = lastTerm, counter
+	f.fenceSeed = nil
+	f.fence.Store(nil)
+	if seed != nil {
+		f.installFencingKey(seed, tree.LastZxid())
+	}
 	f.mu.Lock()
 	f.mu.sessions = sessions
 	f.mu.Unlock()

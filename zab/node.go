@@ -17,6 +17,7 @@ import (
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
 	"github.com/zkd/zkd/session"
+	"github.com/zkd/zkd/zab/fencing"
 	"github.com/zkd/zkd/zab/store"
 )
 
@@ -615,6 +616,7 @@ func (n *Node) leaderLoop() {
 				}
 				n.log.Info("leading: session clocks restarted", zap.Int("sessions", len(ids)))
 				n.ensureConfig()
+				n.ensureFencingKey()
 			}
 		case <-tick.C:
 			if !leading {
@@ -663,6 +665,30 @@ func (n *Node) ensureConfig() {
 		n.propose(&entry{kind: kindSetConfig, config: n.cfg.ConfigData})
 	}()
 }
+
+// ensureFencingKey proposes a fresh fencing key if the ensemble has none
+// once this new leader applied the log. The seed is drawn here, on the
+// leader, and reaches every member in the entry: apply draws nothing.
+func (n *Node) ensureFencingKey() {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if n.raft.Barrier(time.Minute).Error() != nil || n.fsm.fence.Load() != nil {
+			return
+		}
+		seed := make([]byte, fencing.SeedLen)
+		if _, err := rand.Read(seed); err != nil {
+			n.log.Error("no fencing key: random source failed", zap.Error(err))
+			return
+		}
+		n.propose(&entry{kind: kindFencingKey, fenceSeed: seed})
+	}()
+}
+
+// FencingSigner returns the signer of fencing tokens, or nil while the log
+// installed no key yet (a new ensemble's first leader proposes one as soon
+// as it leads).
+func (n *Node) FencingSigner() *fencing.Signer { return n.fsm.fence.Load() }
 
 // propose appends a leader-generated entry; nobody waits for it.
 func (n *Node) propose(e *entry) {

@@ -26,6 +26,7 @@ func TestEntryRoundTrip(t *testing.T) {
 		{kind: kindExpire, time: 3, sessions: []int64{1, 2, 3}},
 		{kind: kindDeleteExpired, time: 4, paths: []string{"/c1", "/c2"}},
 		{kind: kindSetConfig, time: 5, config: []byte("server.1=h:1:2:participant\nversion=0")},
+		{kind: kindFencingKey, time: 6, fenceSeed: bytes.Repeat([]byte{7}, 32)},
 	}
 	for i, want := range tests {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
@@ -343,10 +344,13 @@ func TestNodeRestartFromSnapshotAndTail(t *testing.T) {
 func TestFSMRestoresVersion1Snapshot(t *testing.T) {
 	a := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
 	applyAll(t, a, script(), 2)
-	v2 := snapshotBytes(t, a)
-	if a.applied.Load() == 0 || string(v2[:8]) != snapshotMagic {
-		t.Fatalf("applied index %d, magic %q", a.applied.Load(), v2[:8])
+	v3 := snapshotBytes(t, a)
+	if a.applied.Load() == 0 || string(v3[:8]) != snapshotMagic {
+		t.Fatalf("applied index %d, magic %q", a.applied.Load(), v3[:8])
 	}
+	// Without a fencing key, version 3 differs from 2 by the -1 length
+	// after the applied index.
+	v2 := append(append([]byte(snapshotMagicV2), v3[8:16]...), v3[20:]...)
 	v1 := append([]byte(snapshotMagicV1), v2[16:]...)
 	b := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
 	if err := b.Restore(nopCloser{bytes.NewReader(v1)}); err != nil {
