@@ -15,6 +15,7 @@ import (
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
 	"github.com/zkd/zkd/zab"
+	"github.com/zkd/zkd/zab/fencing"
 	"github.com/zkd/zkd/zab/store"
 )
 
@@ -444,6 +445,9 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 
 // Tree returns the applied tree.
 func (m *Member) Tree() *datatree.Tree { return m.node.Tree() }
+
+// FencingSigner returns the signer of fencing tokens (zab.Node.FencingSigner).
+func (m *Member) FencingSigner() *fencing.Signer { return m.node.FencingSigner() }
 
 // LastZxid returns the zxid of the last entry applied here.
 func (m *Member) LastZxid() int64 { return m.node.LastZxid() }

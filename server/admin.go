@@ -69,6 +69,8 @@ func (s *Server) adminCommands() map[string]func() []field {
 		// locks is zkd's lock view (locks.go); the handler passes its
 		// ?path= filter.
 		"locks": func() []field { return s.adminLocks("") },
+		// fencing is zkd's fencing-token public key (fencing.go).
+		"fencing": s.adminFencing,
 		"dump": func() []field {
 			d := s.Dump()
 			exp := orderedMap{}

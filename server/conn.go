@@ -745,6 +745,9 @@ func (c *conn) watcher(watch bool) datatree.Watcher {
 // read executes a read request and returns its response record.
 func (c *conn) read(sl *slot) (jute.Record, error) {
 	t := c.s.b.Tree()
+	if rec, ok, err := c.fencingRead(t, sl.req); ok {
+		return rec, err
+	}
 	switch r := sl.req.(type) {
 	case *jute.ExistsRequest:
 		st, err := t.Exists(r.Path, c.watcher(r.Watch))
@@ -818,11 +821,19 @@ func (c *conn) multiRead(t *datatree.Tree, r *jute.MultiRequest) *jute.MultiResp
 		)
 		switch q := op.Req.(type) {
 		case *jute.GetDataRequest:
+			var ok bool
+			if rec, ok, err = c.fencingRead(t, q); ok {
+				break
+			}
 			var data []byte
 			var st jute.Stat
 			data, st, err = t.GetData(q.Path, auth, c.watcher(q.Watch))
 			rec = &jute.GetDataResponse{Data: data, Stat: st}
 		case *jute.GetChildrenRequest:
+			var ok bool
+			if rec, ok, err = c.fencingRead(t, q); ok {
+				break
+			}
 			var kids []string
 			kids, _, err = t.GetChildren(q.Path, auth, c.watcher(q.Watch))
 			rec = &jute.GetChildrenResponse{Children: nonNil(kids)}
