@@ -167,7 +167,9 @@ func Decode(text []byte) (*Signed, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: no signature part", ErrMalformed)
 	}
-	enc := base64.RawURLEncoding
+	// Strict: a token has one text form, so a service may also compare
+	// tokens as strings.
+	enc := base64.RawURLEncoding.Strict()
 	payload, err := enc.AppendDecode(nil, p64)
 	if err != nil {
 		return nil, fmt.Errorf("%w: payload: %v", ErrMalformed, err)
