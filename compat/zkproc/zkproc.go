@@ -39,7 +39,7 @@ const (
 )
 
 // AptCommand is the command that installs every peer the test suites use.
-const AptCommand = "sudo apt-get update && sudo apt-get install -y zookeeper python3-kazoo libcurator-recipes-java"
+const AptCommand = "sudo apt-get update && sudo apt-get install -y zookeeper python3-kazoo python3-cryptography libcurator-recipes-java"
 
 // Options configure a server started by StartZkd or StartZooKeeper. The zero
 // value is a standalone server with ZooKeeper's defaults, all 4-letter words
