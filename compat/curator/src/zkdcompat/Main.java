@@ -79,6 +79,7 @@ public final class Main {
         ZkMoreScenarios.register(s);
         WatchScenarios.register(s);
         FailoverScenarios.register(s);
+        FencingScenarios.register(s);
         return s;
     }
 
