@@ -27,7 +27,7 @@ func startQuorumServer(t *testing.T, b *quorumBackend) string {
 
 // startBackendServer serves b on a loopback port until the test ends, then
 // calls closeBackend.
-func startBackendServer(t *testing.T, b Backend, closeBackend func()) string {
+func startBackendServer(t testing.TB, b Backend, closeBackend func()) string {
 	t.Helper()
 	cfg := DefaultConfig()
 	cfg.ClientAddr = "127.0.0.1:0"

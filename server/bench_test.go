@@ -18,27 +18,33 @@ func BenchmarkGetData(b *testing.B) {
 				c := dialRaw(b, ts.addr)
 				c.session()
 				c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/bench", Data: make([]byte, size), Acl: openACL}, &jute.CreateResponse{})
-				e := jute.NewEncoder(nil)
-				(&jute.RequestHeader{Xid: 2, Type: jute.OpGetData}).Encode(e)
-				(&jute.GetDataRequest{Path: "/bench"}).Encode(e)
-				req := frameOf(e.Bytes())
-				batch := make([]byte, 0, len(req)*depth)
-				for range depth {
-					batch = append(batch, req...)
-				}
-				var resp jute.GetDataResponse
-				b.ReportAllocs()
 				b.SetBytes(int64(size))
-				b.ResetTimer()
-				for i := 0; i < b.N; i += depth {
-					c.write(batch)
-					for range depth {
-						if h := c.reply(&resp); h.Err != 0 {
-							b.Fatal(h)
-						}
-					}
-				}
+				benchGetData(b, c, "/bench", depth)
 			})
+		}
+	}
+}
+
+// benchGetData times b.N getData requests of path on c, depth of them in
+// flight at a time.
+func benchGetData(b *testing.B, c *rawClient, path string, depth int) {
+	e := jute.NewEncoder(nil)
+	(&jute.RequestHeader{Xid: 2, Type: jute.OpGetData}).Encode(e)
+	(&jute.GetDataRequest{Path: path}).Encode(e)
+	req := frameOf(e.Bytes())
+	batch := make([]byte, 0, len(req)*depth)
+	for range depth {
+		batch = append(batch, req...)
+	}
+	var resp jute.GetDataResponse
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i += depth {
+		c.write(batch)
+		for range depth {
+			if h := c.reply(&resp); h.Err != 0 {
+				b.Fatal(h)
+			}
 		}
 	}
 }
