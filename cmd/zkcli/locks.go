@@ -25,9 +25,9 @@ func init() {
 // as well as zkd: it walks the tree below path, and for each znode with
 // children named as Curator's, Kazoo's or go-zk's lock recipes name them it
 // reads their Stat and prints the holders and waiters in queue order, with
-// each one's session, fencing token (czxid and sequence) and age. The walk
-// costs one round trip per znode below path, so give the lock's parent on
-// large trees. The client address of a session is not visible over the
+// each one's session, czxid (the fencing number; see fence.go), sequence
+// and age. The walk costs one round trip per znode below path, so give the
+// lock's parent on large trees. The client address of a session is not visible over the
 // client protocol: zkd's admin command /commands/locks adds it.
 func cmdLocks(sh *Shell, p *parsedArgs) error {
 	path := "/"

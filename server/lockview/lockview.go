@@ -42,8 +42,10 @@ type Node struct {
 	// Client is the remote address of the session's connection when it is
 	// connected to this member, else "remote".
 	Client string `json:"client"`
-	// Czxid and Sequence together are the fencing token: both only grow
-	// for later contenders of the same lock path.
+	// Czxid orders grants: every later contender of any lock has a larger
+	// one, so it is the fencing number (docs/fencing.md). Sequence is the
+	// recipe's queue position only: it restarts at 0 when a lock path that
+	// is a container (Curator's) is removed once empty.
 	Czxid    int64 `json:"czxid"`
 	Sequence int64 `json:"sequence"`
 	// Ctime is the node's creation time, ms since the epoch (leader clock).
