@@ -3,6 +3,8 @@ package gozk
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -334,14 +336,29 @@ func TestIntegration_FencingEnsemble(t *testing.T) {
 	}
 }
 
-// TestIntegration_FencingKeySurvivesRestart: a standalone zkd keeps its
-// key across kill -9 (log replay) and a clean stop (snapshot), and a token
+// TestIntegration_FencingKeySurvivesRestart: a standalone zkd publishes its
+// key at /zookeeper/fencing and the admin command fencing alike, keeps it
+// across kill -9 (log replay) and a clean stop (snapshot), and a token
 // signed before verifies with the key read after.
 func TestIntegration_FencingKeySurvivesRestart(t *testing.T) {
-	s := zkproc.StartZkd(t, zkproc.Options{})
+	s := zkproc.StartZkd(t, zkproc.Options{AdminServer: true})
 	c, _ := connect(t, s.Addr)
 	pub := publicKey(t, c)
-	_, err := c.Create("/l", nil, 0, worldACL)
+	// The admin server publishes the same key.
+	resp, err := http.Get("http://" + s.AdminAddr + "/commands/fencing")
+	must(t, err)
+	var admin struct {
+		KeyInstalled bool   `json:"key_installed"`
+		PublicKey    string `json:"public_key"`
+		Error        any    `json:"error"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&admin)
+	resp.Body.Close()
+	must(t, err)
+	if !admin.KeyInstalled || admin.PublicKey != base64.StdEncoding.EncodeToString(pub) || admin.Error != nil {
+		t.Fatalf("admin fencing: %+v, want key %x", admin, pub)
+	}
+	_, err = c.Create("/l", nil, 0, worldACL)
 	must(t, err)
 	node, err := c.Create("/l/lock-", nil, zk.FlagEphemeral|zk.FlagSequence, worldACL)
 	must(t, err)
