@@ -21,7 +21,7 @@ var errHelp = flag.ErrHelp
 const maxSize = 1<<20 - 4096
 
 // workloads lists the -workload values.
-var workloads = []string{"create", "set", "get", "lock", "fill", "wait"}
+var workloads = []string{"create", "set", "get", "token", "lock", "fill", "wait"}
 
 // config is zkbench's parsed command line.
 type config struct {

@@ -117,6 +117,35 @@ func TestIntegration_Zkd(t *testing.T) {
 	benchAgainst(t, s.Addr)
 }
 
+// TestIntegration_ZkdToken runs the token workload (zkd's fencing tokens,
+// which ZooKeeper has not): every read is a token.
+func TestIntegration_ZkdToken(t *testing.T) {
+	s := zkproc.StartZkd(t, zkproc.Options{})
+	c := dial(t, s.Addr)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, _, err := c.Get("/zookeeper/fencing"); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("no fencing key: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cfg, err := parseArgs([]string{"-servers", s.Addr, "-workload", "token", "-clients", "3",
+		"-duration", "400ms", "-warmup", "100ms", "-root", "/zkbench-test"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := run(context.Background(), cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Ops == 0 || res.Errors != 0 {
+		t.Fatalf("token workload: ops %d, errors %d (last %v)", res.Ops, res.Errors, res.lastErr)
+	}
+	assertGone(t, s.Addr, "/zkbench-test")
+}
+
 // failover runs the set workload while s is killed and restarted: the
 // clients must keep going through the outage (go-zk reconnects and resumes
 // the session) and the interval lines must show work after the restart.

@@ -2,7 +2,7 @@
 // ZooKeeper's client protocol (zkd, ZooKeeper itself), driven through the
 // go-zookeeper client, one session per simulated client.
 //
-//	zkbench -servers 127.0.0.1:2181[,…] -workload create|set|get|lock \
+//	zkbench -servers 127.0.0.1:2181[,…] -workload create|set|get|token|lock \
 //	        -clients N -duration 10s [-locks L] [-size 1024] [-warmup 2s] [-json]
 //
 // Each client runs one request at a time, in a closed loop. Workloads:
@@ -10,6 +10,8 @@
 //	create  create an ephemeral-sequential node, then delete it (one op)
 //	set     setData of -size bytes on the client's own node
 //	get     getData of the client's own node (-size bytes)
+//	token   getData of the zkd fencing token of the client's own lock node
+//	        (docs/fencing.md; zkd only): compare with get -size 170
 //	lock    clients share -locks lock paths (client i uses path i mod L) and
 //	        take and release go-zk's zk.Lock in a loop; the latency is the
 //	        time to acquire. -locks equal to -clients is the uncontended case.

@@ -7,11 +7,14 @@ import (
 	"io"
 	"log"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkd/zkd/zab/fencing"
 )
 
 // acl is the ACL of every node zkbench creates.
@@ -208,6 +211,25 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 			got, _, err := c.conn.Get(nodePath(cfg.root, c.id))
 			if err == nil && len(got) != len(data) {
 				err = fmt.Errorf("get: %d bytes, want %d", len(got), len(data))
+			}
+			return time.Since(start), err
+		}
+	case "token":
+		// zkd's fencing tokens (docs/fencing.md): each client holds one
+		// lock node and reads its signed token, a getData of a virtual
+		// node; compare with -workload get -size 170 (a token's length).
+		err = setup(admin, cfg.root, cfg.clients, nil)
+		tokenPaths := make([]string, cfg.clients)
+		for i := 0; err == nil && i < cfg.clients; i++ {
+			var p string
+			p, err = conns[i].Create(nodePath(cfg.root, i)+"/lock-", nil, zk.FlagEphemeralSequential, acl)
+			tokenPaths[i] = fencing.TokenPathPrefix + p
+		}
+		fn = func(c *client) (time.Duration, error) {
+			start := time.Now()
+			got, _, err := c.conn.Get(tokenPaths[c.id])
+			if err == nil && !strings.HasPrefix(string(got), fencing.Prefix) {
+				err = fmt.Errorf("token: %q is not a fencing token", got)
 			}
 			return time.Since(start), err
 		}
