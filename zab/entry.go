@@ -23,7 +23,8 @@ const (
 	// ensemble's membership (ZooKeeper's dynamic-config text).
 	kindSetConfig entryKind = 4
 	// kindFencingKey installs the ensemble's fencing key (an Ed25519
-	// seed the leader drew) unless one is installed already.
+	// seed the leader drew) unless one is installed already. It is not a
+	// ZooKeeper transaction and takes no zxid.
 	kindFencingKey entryKind = 5
 )
 

@@ -19,11 +19,11 @@ func seedOf(b byte) []byte { return bytes.Repeat([]byte{b}, fencing.SeedLen) }
 // every member alike, later ones and malformed ones are ignored, and the key
 // survives a snapshot while a v2 snapshot restores without one.
 func TestFSMFencingKey(t *testing.T) {
-	es := append(script(),
-		&entry{kind: kindFencingKey, fenceSeed: []byte("short")},
-		&entry{kind: kindFencingKey, fenceSeed: seedOf(1)},
-		&entry{kind: kindFencingKey, fenceSeed: seedOf(2)},
-	)
+	es := append([]*entry{
+		{kind: kindFencingKey, fenceSeed: []byte("short")},
+		{kind: kindFencingKey, fenceSeed: seedOf(1)},
+	}, script()...)
+	es = append(es, &entry{kind: kindFencingKey, fenceSeed: seedOf(2)})
 	want, _ := fencing.NewSigner(seedOf(1))
 	var snaps [][]byte
 	for i := 0; i < 2; i++ {
@@ -40,6 +40,15 @@ func TestFSMFencingKey(t *testing.T) {
 	}
 	if !bytes.Equal(snaps[0], snaps[1]) {
 		t.Fatal("members snapshot differently")
+	}
+	// Key entries take no zxid: the tree's zxids are those of the same
+	// writes without them, as ZooKeeper would give.
+	plain := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	applyAll(t, plain, script(), 3)
+	keyed := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	applyAll(t, keyed, es, 3)
+	if plain.tree.Load().LastZxid() != keyed.tree.Load().LastZxid() || plain.tree.Load().Digest() != keyed.tree.Load().Digest() {
+		t.Fatalf("key entries moved zxids: 0x%x vs 0x%x", keyed.tree.Load().LastZxid(), plain.tree.Load().LastZxid())
 	}
 	b := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
 	if err := b.Restore(nopCloser{bytes.NewReader(snaps[0])}); err != nil {

@@ -141,6 +141,13 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		// A corrupt or unknown entry: this member cannot stay consistent.
 		panic(fmt.Sprintf("zab: cannot apply log index %d: %v", l.Index, err))
 	}
+	if e.kind == kindFencingKey {
+		// Not a ZooKeeper transaction: it takes no zxid, so that zxids
+		// stay what ZooKeeper's would be for the same writes.
+		f.installFencingKey(e.fenceSeed, f.tree.Load().LastZxid())
+		f.setApplied(l.Index)
+		return nil
+	}
 	zxid := f.nextZxid(l.Term)
 	tree := f.tree.Load()
 	defer f.setApplied(l.Index)
@@ -164,8 +171,6 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		} else if f.onConfigChanged != nil {
 			f.onConfigChanged(e.config)
 		}
-	case kindFencingKey:
-		f.installFencingKey(e.fenceSeed, zxid)
 	case kindDeleteExpired:
 		tx := &datatree.Txn{Zxid: zxid, Time: e.time}
 		for _, p := range e.paths {
