@@ -1,11 +1,13 @@
 package verify
 
 import (
+	"bytes"
 	"testing"
 )
 
-// FuzzCheck: Check never panics and never accepts a token the key did not
-// sign (the seed corpus holds the only signed ones).
+// FuzzCheck: Check never panics, and accepts nothing but the tokens the key
+// signed (the seed corpus holds the only ones), give or take the white
+// space Decode trims.
 func FuzzCheck(f *testing.F) {
 	s := signer(f, 1)
 	v, _ := New(s.PublicKey())
@@ -16,13 +18,8 @@ func FuzzCheck(f *testing.F) {
 		f.Add(tok)
 	}
 	f.Fuzz(func(t *testing.T, tok []byte) {
-		got, err := v.Check("r", tok)
-		if err == nil && !signed[string(tok)] {
-			d := got.Czxid
-			// A signed token with white space around it is the same token.
-			if d != 1 && d != 2 {
-				t.Fatalf("accepted an unsigned token %q", tok)
-			}
+		if _, err := v.Check("r", tok); err == nil && !signed[string(bytes.TrimSpace(tok))] {
+			t.Fatalf("accepted a token the key did not sign: %q", tok)
 		}
 	})
 }
