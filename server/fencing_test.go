@@ -182,6 +182,46 @@ func TestFencingTokenACL(t *testing.T) {
 	}
 }
 
+// TestFencingMultiRead: a multiRead's getData and getChildren answer the
+// virtual nodes as the single reads do, and a NoNode there is an error
+// result beside the others.
+func TestFencingMultiRead(t *testing.T) {
+	fb, addr := startFencedServer(t)
+	sg := testSigner(t)
+	fb.sg.Store(sg)
+	c := dialRaw(t, addr)
+	c.session()
+	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/locks", Acl: openACL}, &jute.CreateResponse{})
+	c.call(2, jute.OpCreate, &jute.CreateRequest{Path: "/locks/lock-", Acl: openACL, Flags: jute.ModeEphemeralSequential}, &jute.CreateResponse{})
+	tokPath := fencing.TokenPathPrefix + "/locks/lock-0000000000"
+	req := &jute.MultiRequest{Ops: []jute.MultiOp{
+		{Type: jute.OpGetData, Req: &jute.GetDataRequest{Path: tokPath}},
+		{Type: jute.OpGetData, Req: &jute.GetDataRequest{Path: fencing.TokenPathPrefix + "/locks"}},
+		{Type: jute.OpGetChildren, Req: &jute.GetChildrenRequest{Path: fencing.TokenPathPrefix}},
+		{Type: jute.OpGetData, Req: &jute.GetDataRequest{Path: fencing.TokenPathPrefix}},
+	}}
+	var resp jute.MultiResponse
+	if h := c.call(3, jute.OpMultiRead, req, &resp); h.Err != 0 || len(resp.Results) != 4 {
+		t.Fatalf("multiRead header %+v, results %+v", h, resp.Results)
+	}
+	r := resp.Results
+	if r[0].Type != jute.OpGetData {
+		t.Fatalf("token result %+v", r[0])
+	}
+	if d, err := fencing.Decode(r[0].Resp.(*jute.GetDataResponse).Data); err != nil || !d.Verify(sg.PublicKey()) || d.NodePath() != "/locks/lock-0000000000" {
+		t.Fatalf("token from multiRead: %v", err)
+	}
+	if r[1].Type != jute.OpError || r[1].Err != jute.CodeNoNode {
+		t.Fatalf("non-lock path result %+v, want NoNode", r[1])
+	}
+	if r[2].Type != jute.OpGetChildren || len(r[2].Resp.(*jute.GetChildrenResponse).Children) != 0 {
+		t.Fatalf("children of the key node %+v", r[2])
+	}
+	if pub, err := fencing.ParsePublicKey(r[3].Resp.(*jute.GetDataResponse).Data); err != nil || !bytes.Equal(pub, sg.PublicKey()) {
+		t.Fatalf("key from multiRead: %v", err)
+	}
+}
+
 // BenchmarkFencingToken compares a getData of a lock node's token (a tree
 // lookup plus an Ed25519 signature) with a plain getData of the lock node
 // itself, over loopback with the fake backend. depth=1 is one request at a
