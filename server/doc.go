@@ -28,6 +28,10 @@
 // A write is submitted only after every earlier read of its connection has
 // executed, so reads never observe writes sent after them.
 //
+// Reads of /zookeeper/fencing and below are answered from no znode: the
+// ensemble's fencing-token public key and a signed token per lock node
+// (fencing.go, docs/fencing.md), when the Backend is a FencingSigner.
+//
 // # Operations
 //
 // The 4-letter words (ruok, srvr, stat, mntr, conf, cons, envi, isro, wchs,
