@@ -36,10 +36,13 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && (os.Args[1] == "import" || os.Args[1] == "export") {
+		os.Exit(migrateMain(os.Args[1], os.Args[2:], os.Stdout, os.Stderr))
+	}
 	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error (overrides zoo.cfg zkd.log.level)")
 	logFormat := flag.String("log-format", "console", "log format: console or json (overrides zoo.cfg zkd.log.format)")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: zkd [flags] [zoo.cfg]\n\nWithout zoo.cfg, zkd runs standalone on :2181 with data in ./zkd-data.\n\n")
+		fmt.Fprintf(os.Stderr, "usage: zkd [flags] [zoo.cfg]\n       zkd import -from ZK_DATADIR [-from-log ZK_DATALOGDIR] zoo.cfg\n       zkd export -to DIR zoo.cfg\n\nWithout zoo.cfg, zkd runs standalone on :2181 with data in ./zkd-data.\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/quorum"
+	"github.com/zkd/zkd/zab"
+	"github.com/zkd/zkd/zab/zkformat"
+)
+
+// migrateMain runs `zkd import` and `zkd export`; it returns the exit
+// code.
+func migrateMain(cmd string, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("zkd "+cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var from, fromLog, to string
+	switch cmd {
+	case "import":
+		fs.StringVar(&from, "from", "", "ZooKeeper dataDir (or its version-2 folder) holding snapshot.* files")
+		fs.StringVar(&fromLog, "from-log", "", "ZooKeeper dataLogDir holding log.* files, when not the dataDir")
+		fs.Usage = func() {
+			fmt.Fprintf(stderr, "usage: zkd import -from ZK_DATADIR [-from-log ZK_DATALOGDIR] zoo.cfg\n\nRestores a stopped ZooKeeper's database into the empty zkd data dir of zoo.cfg.\n\n")
+			fs.PrintDefaults()
+		}
+	case "export":
+		fs.StringVar(&to, "to", "", "directory to write a ZooKeeper version-2/snapshot.<zxid> into (a ZooKeeper dataDir)")
+		fs.Usage = func() {
+			fmt.Fprintf(stderr, "usage: zkd export -to DIR zoo.cfg\n\nWrites the stopped zkd member's tree and sessions as a ZooKeeper 3.8 snapshot.\n\n")
+			fs.PrintDefaults()
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 || (cmd == "import" && from == "") || (cmd == "export" && to == "") {
+		fs.Usage()
+		return 2
+	}
+	c, err := parseZooCfg(fs.Arg(0), os.Environ())
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	log := zap.NewNop()
+	qc, nc, _, err := configs(c, log)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if !qc.Standalone() {
+		nc.Servers = quorum.RaftServers(qc.Peers)
+	}
+	if cmd == "import" {
+		err = runImport(nc, from, fromLog, stdout)
+	} else {
+		err = runExport(nc, to, stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "zkd %s: %v\n", cmd, err)
+		return 1
+	}
+	return 0
+}
+
+// runImport restores the ZooKeeper database and seeds nc.Dir with it.
+// Nothing is written until the whole database has read and checked.
+func runImport(nc zab.Config, from, fromLog string, out io.Writer) error {
+	start := time.Now()
+	res, err := zkformat.Restore(from, fromLog, func(format string, args ...any) {
+		fmt.Fprintf(out, "%s  "+format+"\n", append([]any{time.Since(start).Round(time.Millisecond)}, args...)...)
+	})
+	if err != nil {
+		return err
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintln(out, "NOTE:", n)
+	}
+	t := res.Tree
+	images := t.Images()
+	if !nc.Tree.ExtendedTypes {
+		for _, im := range images {
+			if im.EphemeralOwner>>56 == -1 && im.EphemeralOwner != -1<<63 {
+				return fmt.Errorf("%s is a TTL node: set zookeeper.extendedTypesEnabled=true in zoo.cfg, as the ZooKeeper that wrote it had", im.Path)
+			}
+		}
+	}
+	tree, err := datatree.FromImages(nc.Tree, t.LastZxid, images)
+	if err != nil {
+		return err
+	}
+	tree.RecountQuotas()
+	if err := tree.CheckInvariants(); err != nil {
+		return fmt.Errorf("the restored tree is inconsistent: %w", err)
+	}
+	st := zab.State{Tree: tree}
+	for id := range t.Sessions {
+		st.Sessions = append(st.Sessions, id)
+	}
+	slices.Sort(st.Sessions)
+	for _, id := range st.Sessions {
+		st.Timeouts = append(st.Timeouts, t.Sessions[id])
+	}
+	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := zab.Seed(nc, st); err != nil {
+		if errors.Is(err, zab.ErrHasState) {
+			return fmt.Errorf("%w; import only into a new member (move it aside first)", err)
+		}
+		return err
+	}
+	fmt.Fprintf(out, "imported %s + %d transactions from %d log file(s) into %s\n", res.Snapshot, res.Txns, len(res.Logs), nc.Dir)
+	fmt.Fprintf(out, "znodes %d, ephemerals %d, sessions %d, last zxid 0x%x, ZooKeeper digest %016x (%d digests checked), zkd digest %016x, took %s\n",
+		tree.NodeCount(), tree.EphemeralCount(), len(st.Sessions), tree.LastZxid(), t.Digest(), res.DigestChecked, tree.Digest(), time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
+// runExport writes nc.Dir's state as DIR/version-2/snapshot.<zxid>.
+func runExport(nc zab.Config, to string, out io.Writer) error {
+	start := time.Now()
+	st, err := zab.Load(nc)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(to, "version-2")
+	if ents, err := os.ReadDir(dir); err == nil && len(ents) > 0 {
+		return fmt.Errorf("%s is not empty; ZooKeeper would load its newest files, so export into a new dataDir", dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := filepath.Join(dir, fmt.Sprintf("snapshot.%x", st.Tree.LastZxid()))
+	tmp := name + ".partial"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	err = zkformat.WriteSnapshot(f, st.Tree, st.Sessions, st.Timeouts)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	info, _ := os.Stat(name)
+	fmt.Fprintf(out, "exported %s: znodes %d, ephemerals %d, sessions %d, last zxid 0x%x, %d bytes, took %s\n",
+		name, st.Tree.NodeCount(), st.Tree.EphemeralCount(), len(st.Sessions), st.Tree.LastZxid(), info.Size(), time.Since(start).Round(time.Millisecond))
+	return nil
+}
