@@ -65,7 +65,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-// populate writes a tree with every node type, several ACL schemes,
+// populate writes a tree with every node type, several ACL schemes, a quota,
 // versions, sequence counters, a multi and a failed multi, and enough
 // transactions for ZooKeeper (snapCount 20) to roll several snapshots and
 // logs.
@@ -81,6 +81,10 @@ func populate(t *testing.T, c *zk.Conn) {
 		return got
 	}
 	create("/app", []byte("v0"), 0, open)
+	// A quota on /app, made as zkCli's setquota makes one.
+	create("/zookeeper/quota/app", nil, 0, open)
+	create("/zookeeper/quota/app/zookeeper_limits", []byte("count=100,bytes=-1"), 0, open)
+	create("/zookeeper/quota/app/zookeeper_stats", []byte("count=0,bytes=0"), 0, open)
 	for i := 1; i <= 3; i++ {
 		_, err := c.Set("/app", []byte("v"+strconv.Itoa(i)), -1)
 		must(t, err)
