@@ -95,8 +95,7 @@ func Seed(cfg Config, st State) error {
 // Entries a member wrote but its ensemble never committed would be
 // included, so load a standalone member's directory, or that of the
 // ensemble's last leader. The directory is not changed.
-func Load(cfg Config) (State, error) {
-	var out State
+func Load(cfg Config) (out State, err error) {
 	if err := cfg.Validate(); err != nil {
 		return out, err
 	}
@@ -129,6 +128,13 @@ func Load(cfg Config) (State, error) {
 	if err != nil {
 		return out, fmt.Errorf("zab: read log in %s: %w", cfg.Dir, err)
 	}
+	// Apply stops a running member on an entry it cannot apply; here
+	// that is an error.
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = State{}, fmt.Errorf("zab: log in %s: %v", cfg.Dir, p)
+		}
+	}()
 	for i := max(from, 1); i <= lastIdx; i++ {
 		var l raft.Log
 		if err := s.GetLog(i, &l); err != nil {
