@@ -76,9 +76,10 @@ func migrateMain(cmd string, args []string, stdout, stderr io.Writer) int {
 // Nothing is written until the whole database has read and checked.
 func runImport(nc zab.Config, from, fromLog string, out io.Writer) error {
 	start := time.Now()
-	res, err := zkformat.Restore(from, fromLog, func(format string, args ...any) {
+	progress := func(format string, args ...any) {
 		fmt.Fprintf(out, "%s  "+format+"\n", append([]any{time.Since(start).Round(time.Millisecond)}, args...)...)
-	})
+	}
+	res, err := zkformat.Restore(from, fromLog, progress)
 	if err != nil {
 		return err
 	}
@@ -102,6 +103,7 @@ func runImport(nc zab.Config, from, fromLog string, out io.Writer) error {
 	if err := tree.CheckInvariants(); err != nil {
 		return fmt.Errorf("the restored tree is inconsistent: %w", err)
 	}
+	progress("zkd tree built and checked: %d znodes", tree.NodeCount())
 	st := zab.State{Tree: tree}
 	for id := range t.Sessions {
 		st.Sessions = append(st.Sessions, id)
@@ -119,6 +121,7 @@ func runImport(nc zab.Config, from, fromLog string, out io.Writer) error {
 		}
 		return err
 	}
+	progress("written to %s", nc.Dir)
 	fmt.Fprintf(out, "imported %s + %d transactions from %d log file(s) into %s\n", res.Snapshot, res.Txns, len(res.Logs), nc.Dir)
 	fmt.Fprintf(out, "znodes %d, ephemerals %d, sessions %d, last zxid 0x%x, ZooKeeper digest %016x (%d digests checked), zkd digest %016x, took %s\n",
 		tree.NodeCount(), tree.EphemeralCount(), len(st.Sessions), tree.LastZxid(), t.Digest(), res.DigestChecked, tree.Digest(), time.Since(start).Round(time.Millisecond))

@@ -58,7 +58,7 @@ func waitSession(t *testing.T, c *zk.Conn) {
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func fill(t *testing.T, s *zkproc.Server) (*lockHolders, int64, map[string]strin
 	return h, lastZxid, before
 }
 
-func writeZooCfg(t *testing.T, dir string, port int) string {
+func writeZooCfg(t testing.TB, dir string, port int) string {
 	t.Helper()
 	cfg := fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\nzookeeper.extendedTypesEnabled=true\n",
 		filepath.Join(dir, "data"), port)

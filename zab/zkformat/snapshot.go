@@ -77,6 +77,9 @@ func ReadSnapshot(name string, data []byte, zxid int64) (*Snapshot, error) {
 	}
 	d.ReadLong() // dbid
 	t := newTree()
+	// Some 100 bytes a node is typical: size the table once, not by
+	// doubling.
+	t.nodes = make(map[string]*datatree.NodeImage, len(data)/100)
 	t.LastZxid = zxid
 	ns := d.ReadInt()
 	if d.Err() != nil {
