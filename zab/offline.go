@@ -1,6 +1,7 @@
 package zab
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 
@@ -33,7 +34,8 @@ var raftKeyCurrentTerm = []byte("CurrentTerm")
 // the zxids zkd hands out continue above the seeded ones. The snapshot's
 // membership is cfg.Servers (or this member alone, as Open bootstraps).
 // Every member of an ensemble seeded with the same state agrees with the
-// others. It refuses a directory with zkd state in it.
+// others; with cfg.ConfigData set, /zookeeper/config is replaced by it. It
+// refuses a directory with zkd state in it.
 func Seed(cfg Config, st State) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -55,6 +57,20 @@ func Seed(cfg Config, st State) error {
 		return fmt.Errorf("%w: %s", ErrHasState, cfg.Dir)
 	}
 	last := st.Tree.LastZxid()
+	if cfg.ConfigData != nil {
+		// An ensemble's /zookeeper/config is its own membership, not the
+		// one the imported state came from. Every member seeds the same
+		// bytes: mtime is kept, not read from a clock.
+		cur, stat, err := st.Tree.GetData(datatree.ConfigPath, nil, nil)
+		if err != nil {
+			return fmt.Errorf("zab: seed: %w", err)
+		}
+		if !bytes.Equal(cur, cfg.ConfigData) {
+			if _, err := st.Tree.SetConfigData(&datatree.Txn{Zxid: configVersion(cfg.ConfigData), Time: stat.Mtime}, cfg.ConfigData, false); err != nil {
+				return fmt.Errorf("zab: seed: %w", err)
+			}
+		}
+	}
 	f := newFSM(cfg.Tree, cfg.Logger)
 	f.tree.Store(st.Tree)
 	f.lastTerm, f.counter = uint64(last)>>32, uint32(last)

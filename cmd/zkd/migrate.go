@@ -58,7 +58,10 @@ func migrateMain(cmd string, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if !qc.Standalone() {
+		// As quorum.Open gives them to the node: every member seeded
+		// with the same database and zoo.cfg agrees with the others.
 		nc.Servers = quorum.RaftServers(qc.Peers)
+		nc.ConfigData = quorum.ConfigData(qc.Peers, 0)
 	}
 	if cmd == "import" {
 		err = runImport(nc, from, fromLog, stdout)

@@ -345,3 +345,53 @@ func TestIntegration_ExportToZooKeeper(t *testing.T) {
 	c2 := connect(t, zs.Addr)
 	checkAfterMove(t, h, c2, before, lastZxid)
 }
+
+// TestIntegration_ImportIntoEnsemble imports one ZooKeeper database into
+// every member of a three-member zkd ensemble: they agree on the tree,
+// /zookeeper/config holds zkd's membership, and writes continue above
+// ZooKeeper's zxids.
+func TestIntegration_ImportIntoEnsemble(t *testing.T) {
+	zkproc.RequireZooKeeper(t)
+	bin := zkproc.BuildZkd(t)
+	zs := zkproc.StartZooKeeper(t, zkproc.Options{JVMFlags: append(jvmFlags, "-Dzookeeper.snapCount=20")})
+	_, lastZxid, before := fill(t, zs)
+
+	members := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{Binary: bin, ExtraCfg: extended})
+	for _, m := range members {
+		m.Stop()
+		must(t, os.RemoveAll(filepath.Join(m.DataDir, "zkd")))
+		zkd(t, bin, "import", "-from", zs.DataDir, m.CfgPath)
+	}
+	zkproc.RestartAll(t, members)
+	// The ensemble's /zookeeper/config is its own; everything else is as
+	// it was in ZooKeeper.
+	cfgData, _, err := connect(t, members[0].Addr).Get("/zookeeper/config")
+	must(t, err)
+	if !strings.Contains(string(cfgData), "server.3=") {
+		t.Errorf("/zookeeper/config after the import: %q", cfgData)
+	}
+	for i, m := range members {
+		c := connect(t, m.Addr)
+		_, err := c.Sync("/")
+		must(t, err)
+		got := dump(t, c)
+		delete(got, "/zookeeper/config")
+		want := map[string]string{}
+		for p, v := range before {
+			if p != "/zookeeper/config" {
+				want[p] = v
+			}
+		}
+		t.Run(fmt.Sprintf("member%d", i+1), func(t *testing.T) { compare(t, want, got) })
+	}
+	for i, m := range members {
+		c := connect(t, m.Addr)
+		p, err := c.Create("/after-import-", nil, zk.FlagSequence, open)
+		must(t, err)
+		_, st, err := c.Get(p)
+		must(t, err)
+		if st.Czxid <= lastZxid {
+			t.Errorf("member %d: czxid 0x%x not above ZooKeeper's last 0x%x", i+1, st.Czxid, lastZxid)
+		}
+	}
+}

@@ -242,18 +242,7 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 		}
 		s.registerCleanup(t)
 	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, s := range servers {
-		wg.Go(func() { errs[i] = s.waitReady() })
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("zkproc: %s member %d on %s did not start: %v\n%s",
-				kind, i+1, servers[i].Addr, err, servers[i].logTail(8<<10))
-		}
-	}
+	waitAllReady(t, servers, "did not start")
 	return servers
 }
 
