@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -115,13 +114,27 @@ func runImport(nc zab.Config, from, fromLog string, out io.Writer) error {
 	for _, id := range st.Sessions {
 		st.Timeouts = append(st.Timeouts, t.Sessions[id])
 	}
-	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {
+	// Seed a sibling directory and rename it into place, so that a failed
+	// or interrupted import leaves no half-written member behind.
+	if ents, err := os.ReadDir(nc.Dir); err == nil && len(ents) > 0 {
+		return fmt.Errorf("%w: %s; import only into a new member (move it aside first)", zab.ErrHasState, nc.Dir)
+	}
+	tmp := nc.Dir + ".import"
+	if err := os.RemoveAll(tmp); err != nil {
 		return err
 	}
-	if err := zab.Seed(nc, st); err != nil {
-		if errors.Is(err, zab.ErrHasState) {
-			return fmt.Errorf("%w; import only into a new member (move it aside first)", err)
-		}
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	seed := nc
+	seed.Dir = tmp
+	if err := zab.Seed(seed, st); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	os.Remove(nc.Dir) // an empty directory, if any
+	if err := os.Rename(tmp, nc.Dir); err != nil {
+		os.RemoveAll(tmp)
 		return err
 	}
 	progress("written to %s", nc.Dir)
