@@ -164,7 +164,7 @@ func runExport(nc zab.Config, to string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	err = zkformat.WriteSnapshot(f, st.Tree, st.Sessions, st.Timeouts)
+	digest, err := zkformat.WriteSnapshot(f, st.Tree, st.Sessions, st.Timeouts)
 	if err == nil {
 		err = f.Sync()
 	}
@@ -179,7 +179,7 @@ func runExport(nc zab.Config, to string, out io.Writer) error {
 		return err
 	}
 	info, _ := os.Stat(name)
-	fmt.Fprintf(out, "exported %s: znodes %d, ephemerals %d, sessions %d, last zxid 0x%x, %d bytes, took %s\n",
-		name, st.Tree.NodeCount(), st.Tree.EphemeralCount(), len(st.Sessions), st.Tree.LastZxid(), info.Size(), time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(out, "exported %s: znodes %d, ephemerals %d, sessions %d, last zxid 0x%x, ZooKeeper digest %d, %d bytes, took %s\n",
+		name, st.Tree.NodeCount(), st.Tree.EphemeralCount(), len(st.Sessions), st.Tree.LastZxid(), digest, info.Size(), time.Since(start).Round(time.Millisecond))
 	return nil
 }

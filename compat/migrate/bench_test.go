@@ -80,7 +80,8 @@ func BenchmarkIntegration_Migrate(b *testing.B) {
 		must(b, os.MkdirAll(v2, 0o755))
 		f, err := os.Create(filepath.Join(v2, fmt.Sprintf("snapshot.%x", tree.LastZxid())))
 		must(b, err)
-		must(b, zkformat.WriteSnapshot(f, tree, nil, nil))
+		_, err = zkformat.WriteSnapshot(f, tree, nil, nil)
+		must(b, err)
 		must(b, f.Close())
 
 		zs := zkproc.StartZooKeeper(b, zkproc.Options{Dir: zkDir, StartTimeout: 10 * time.Minute,

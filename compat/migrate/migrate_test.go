@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -337,11 +338,20 @@ func TestIntegration_ExportToZooKeeper(t *testing.T) {
 	h, lastZxid, before := fill(t, zd)
 
 	dir := t.TempDir()
-	zkd(t, bin, "export", "-to", filepath.Join(dir, "data"), zd.CfgPath)
+	out := zkd(t, bin, "export", "-to", filepath.Join(dir, "data"), zd.CfgPath)
 	if o, err := exec.Command(bin, "export", "-to", filepath.Join(dir, "data"), zd.CfgPath).CombinedOutput(); err == nil || !strings.Contains(string(o), "not empty") {
 		t.Errorf("second export over the first: %v\n%s", err, o)
 	}
-	zs := zkproc.StartZooKeeper(t, zkproc.Options{Dir: dir, Port: port, JVMFlags: jvmFlags})
+	zs := zkproc.StartZooKeeper(t, zkproc.Options{Dir: dir, Port: port, JVMFlags: append(jvmFlags, "-Dorg.slf4j.simpleLogger.defaultLogLevel=info")})
+	// ZooKeeper computes the tree's digest as it loads the snapshot; it
+	// equals the one the export wrote.
+	m := regexp.MustCompile(`Snapshot loaded in \d+ ms, highest zxid is 0x([0-9a-f]+), digest is (\d+)`).FindStringSubmatch(zs.Log())
+	if m == nil {
+		t.Fatalf("no 'Snapshot loaded' line in ZooKeeper's log")
+	}
+	if !strings.Contains(out, "last zxid 0x"+m[1]+", ZooKeeper digest "+m[2]+",") {
+		t.Errorf("ZooKeeper loaded zxid 0x%s with digest %s; the export said: %s", m[1], m[2], out)
+	}
 	c2 := connect(t, zs.Addr)
 	checkAfterMove(t, h, c2, before, lastZxid)
 }

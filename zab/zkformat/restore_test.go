@@ -235,12 +235,19 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 		timeouts = append(timeouts, to)
 	}
 	var buf bytes.Buffer
-	if err := WriteSnapshot(&buf, tree, ids, timeouts); err != nil {
+	digest, err := WriteSnapshot(&buf, tree, ids, timeouts)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if digest != res.Tree.Digest() {
+		t.Errorf("written digest %016x, the restored tree's %016x", digest, res.Tree.Digest())
 	}
 	back, err := ReadSnapshot("written", buf.Bytes(), res.Tree.LastZxid)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if back.Digest == nil || back.Digest.Digest != digest || back.Digest.Zxid != res.Tree.LastZxid {
+		t.Errorf("zxid digest read back %+v, want %016x at 0x%x", back.Digest, digest, res.Tree.LastZxid)
 	}
 	if back.Tree.Digest() != res.Tree.Digest() || back.Tree.Len() != res.Tree.Len() || len(back.Tree.Sessions) != len(res.Tree.Sessions) {
 		t.Fatalf("read back %d nodes digest %016x, want %d %016x", back.Tree.Len(), back.Tree.Digest(), res.Tree.Len(), res.Tree.Digest())

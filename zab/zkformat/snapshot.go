@@ -207,10 +207,11 @@ func checkSeal(name string, d *jute.Decoder, data []byte) error {
 }
 
 // WriteSnapshot writes tree and sessions as a ZooKeeper 3.8 snapshot file
-// (uncompressed, without a zxid digest); ZooKeeper takes the file's zxid
-// from its name, snapshot.<lastZxid in hex>. Equal ACL lists share one
-// ACL cache entry, numbered from 1 in order of first use.
-func WriteSnapshot(w io.Writer, tree *datatree.Tree, sessionIDs []int64, timeouts []int32) error {
+// (uncompressed) ending with the zxid digest of 3.6+: the tree's digest at
+// its LastZxid, which it returns. ZooKeeper takes the file's zxid from its
+// name, snapshot.<LastZxid in hex>. Equal ACL lists share one ACL cache
+// entry, numbered from 1 in order of first use.
+func WriteSnapshot(w io.Writer, tree *datatree.Tree, sessionIDs []int64, timeouts []int32) (uint64, error) {
 	bw := bufio.NewWriterSize(w, 256<<10)
 	sum := adler32.New()
 	out := io.MultiWriter(bw, sum)
@@ -239,14 +240,16 @@ func WriteSnapshot(w io.Writer, tree *datatree.Tree, sessionIDs []int64, timeout
 		}
 		return nil
 	}); err != nil {
-		return err
+		return 0, err
 	}
 	e.WriteInt(int32(len(lists)))
 	for i, l := range lists {
 		e.WriteLong(int64(i + 1))
 		e.WriteACLs(l)
 	}
+	var digest uint64
 	err := tree.Images(func(im *datatree.NodeImage) error {
+		digest += nodeDigest(im)
 		if im.Path == "/" {
 			e.WriteString("")
 		} else {
@@ -269,21 +272,35 @@ func WriteSnapshot(w io.Writer, tree *datatree.Tree, sessionIDs []int64, timeout
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("zkformat: write snapshot: %w", err)
+		return 0, fmt.Errorf("zkformat: write snapshot: %w", err)
 	}
 	e.WriteString("/")
 	if err := flush(); err != nil {
-		return fmt.Errorf("zkformat: write snapshot: %w", err)
+		return 0, fmt.Errorf("zkformat: write snapshot: %w", err)
 	}
-	e.WriteLong(int64(sum.Sum32()))
-	e.WriteString("/")
-	if _, err := bw.Write(e.Bytes()); err != nil {
-		return fmt.Errorf("zkformat: write snapshot: %w", err)
+	// Seal, digest, seal again (FileSnap.serialize); each seal's checksum
+	// covers every byte before it.
+	seal := func() error {
+		e.WriteLong(int64(sum.Sum32()))
+		e.WriteString("/")
+		return flush()
+	}
+	if err := seal(); err != nil {
+		return 0, fmt.Errorf("zkformat: write snapshot: %w", err)
+	}
+	e.WriteLong(tree.LastZxid())
+	e.WriteInt(digestVersion)
+	e.WriteLong(int64(digest))
+	if err := flush(); err != nil {
+		return 0, fmt.Errorf("zkformat: write snapshot: %w", err)
+	}
+	if err := seal(); err != nil {
+		return 0, fmt.Errorf("zkformat: write snapshot: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("zkformat: write snapshot: %w", err)
+		return 0, fmt.Errorf("zkformat: write snapshot: %w", err)
 	}
-	return nil
+	return digest, nil
 }
 
 func aclKey(acl []jute.ACL) string {
