@@ -239,6 +239,19 @@ func Restore(snapDir, logDir string, progress Progress) (*Result, error) {
 		}
 		res.DigestChecked++
 	}
+	// As ZooKeeperServer.loadData: ephemerals of a session the table no
+	// longer holds are deleted, at the last zxid.
+	var dead []int64
+	for owner := range t.ephemerals {
+		if _, ok := t.Sessions[owner]; !ok {
+			dead = append(dead, owner)
+		}
+	}
+	sort.Slice(dead, func(i, j int) bool { return dead[i] < dead[j] })
+	for _, id := range dead {
+		res.Notes = append(res.Notes, fmt.Sprintf("deleted %d ephemeral(s) of session 0x%x, which is not in the session table (ZooKeeper deletes them when it loads)", len(t.ephemerals[id]), id))
+		t.killSession(id, t.LastZxid, nil)
+	}
 	if pending != nil {
 		return nil, fmt.Errorf("zkformat: the logs end at zxid 0x%x, before 0x%x, which the snapshot %s was taken up to: transactions are missing", t.LastZxid, pending.Zxid, res.Snapshot)
 	}

@@ -264,3 +264,51 @@ func TestWriteSnapshotRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// Ephemerals of a session missing from the table go, as ZooKeeper's
+// loadData kills such sessions.
+func TestRestoreDropsOrphanEphemerals(t *testing.T) {
+	res, err := Restore(zk38, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := res.Tree
+	var victim int64
+	for id := range tr.Sessions {
+		victim = id
+		break
+	}
+	delete(tr.Sessions, victim)
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	tree, err := datatree.FromImages(datatree.Config{ExtendedTypes: true}, tr.LastZxid, tr.Images())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	var tos []int32
+	for id, to := range tr.Sessions {
+		ids, tos = append(ids, id), append(tos, to)
+	}
+	if _, err := WriteSnapshot(&buf, tree, ids, tos); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "snapshot."+strconv.FormatInt(tr.LastZxid, 16)), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Restore(dir, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "deleted 1 ephemeral(s) of session") {
+		t.Errorf("notes %q", got.Notes)
+	}
+	for _, im := range got.Tree.Images() {
+		if im.EphemeralOwner == victim {
+			t.Errorf("%s still owned by the dead session", im.Path)
+		}
+	}
+	if got.Tree.Len() != tr.Len()-1 {
+		t.Errorf("%d nodes, want %d", got.Tree.Len(), tr.Len()-1)
+	}
+}
