@@ -405,3 +405,56 @@ func TestIntegration_ImportIntoEnsemble(t *testing.T) {
 		}
 	}
 }
+
+// TestIntegration_ExportToZooKeeperEnsemble hands one export to every
+// member of a three-member ZooKeeper 3.8 ensemble, as docs/migration.md
+// says: the same snapshot in each member's emptied version-2, with the
+// currentEpoch and acceptedEpoch files removed.
+func TestIntegration_ExportToZooKeeperEnsemble(t *testing.T) {
+	zkproc.RequireZooKeeper(t)
+	bin := zkproc.BuildZkd(t)
+	zd := zkproc.StartZkd(t, zkproc.Options{Binary: bin, ExtraCfg: extended})
+	_, lastZxid, before := fill(t, zd)
+	exp := filepath.Join(t.TempDir(), "data")
+	zkd(t, bin, "export", "-to", exp, zd.CfgPath)
+	snaps, err := filepath.Glob(filepath.Join(exp, "version-2", "snapshot.*"))
+	must(t, err)
+	if len(snaps) != 1 {
+		t.Fatalf("export wrote %v", snaps)
+	}
+	snap, err := os.ReadFile(snaps[0])
+	must(t, err)
+
+	members := zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{JVMFlags: jvmFlags})
+	for _, m := range members {
+		m.Stop()
+		for _, name := range []string{"version-2", "currentEpoch", "acceptedEpoch"} {
+			must(t, os.RemoveAll(filepath.Join(m.DataDir, name)))
+		}
+		must(t, os.MkdirAll(filepath.Join(m.DataDir, "version-2"), 0o755))
+		must(t, os.WriteFile(filepath.Join(m.DataDir, "version-2", filepath.Base(snaps[0])), snap, 0o644))
+	}
+	zkproc.RestartAll(t, members)
+	want := map[string]string{}
+	for p, v := range before {
+		if p != "/zookeeper/config" {
+			want[p] = v
+		}
+	}
+	for i, m := range members {
+		c := connect(t, m.Addr)
+		_, err := c.Sync("/")
+		must(t, err)
+		got := dump(t, c)
+		delete(got, "/zookeeper/config")
+		t.Run(fmt.Sprintf("member%d", i+1), func(t *testing.T) { compare(t, want, got) })
+	}
+	c := connect(t, members[0].Addr)
+	p, err := c.Create("/after-export-", nil, zk.FlagSequence, open)
+	must(t, err)
+	_, st, err := c.Get(p)
+	must(t, err)
+	if st.Czxid <= lastZxid {
+		t.Errorf("czxid 0x%x not above zkd's last 0x%x", st.Czxid, lastZxid)
+	}
+}
