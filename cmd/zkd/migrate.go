@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"time"
 
@@ -50,6 +51,10 @@ func migrateMain(cmd string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 2
 	}
+	// A one-shot that builds a large heap once: collecting less often cut
+	// the CPU of a 1M-znode import from 10.8 s to 6.9 s for 15% more
+	// memory (1.4 GB peak).
+	debug.SetGCPercent(400)
 	log := zap.NewNop()
 	qc, nc, _, err := configs(c, log)
 	if err != nil {
