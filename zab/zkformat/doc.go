@@ -1,6 +1,10 @@
 // Package zkformat reads and writes Apache ZooKeeper's on-disk database
 // (the version-2 directory of a dataDir) so that zkd can take over a
-// ZooKeeper 3.4–3.9 database and hand one back to ZooKeeper 3.8.
+// ZooKeeper database and hand one back to ZooKeeper 3.8. It is tested
+// against files of the real ZooKeeper 3.8; it also reads what 3.4 (create
+// records without parentCVersion) and 3.9 (a sealed last processed zxid
+// after the digest) write differently, from their sources, untested
+// against those versions.
 //
 // Reading follows ZooKeeper's FileTxnSnapLog.restore: the newest snapshot
 // that reads intact (FileSnap: header "ZKSN", session table, ACL cache,

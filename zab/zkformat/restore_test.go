@@ -2,6 +2,8 @@ package zkformat
 
 import (
 	"bytes"
+	"encoding/binary"
+	"hash/adler32"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -310,5 +312,53 @@ func TestRestoreDropsOrphanEphemerals(t *testing.T) {
 	}
 	if got.Tree.Len() != tr.Len()-1 {
 		t.Errorf("%d nodes, want %d", got.Tree.Len(), tr.Len()-1)
+	}
+}
+
+// The blocks that may follow a snapshot's tree: none (before 3.6 or with
+// digests off), the zxid digest, and 3.9's last processed zxid after it
+// or alone; each sealed. Anything else is refused.
+func TestReadSnapshotTrailers(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join(zk38, "snapshot.cb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The 3.8 file ends with the digest block (20 bytes + 13 of seal).
+	tree := base[:len(base)-33]
+	withSeal := func(b []byte, block []byte) []byte {
+		out := append(append([]byte(nil), b...), block...)
+		sum := adler32.Checksum(out)
+		out = binary.BigEndian.AppendUint64(out, uint64(sum))
+		return append(out, 0, 0, 0, 1, '/')
+	}
+	lastZxid := binary.BigEndian.AppendUint64(nil, 0xcb)
+	for _, tc := range []struct {
+		name       string
+		data       []byte
+		wantDigest bool
+		wantErr    string
+	}{
+		{"3.8 as written", base, true, ""},
+		{"no trailer", tree, false, ""},
+		{"3.9 digest and last zxid", withSeal(base, lastZxid), true, ""},
+		{"3.9 last zxid alone", withSeal(tree, lastZxid), false, ""},
+		{"bad seal on last zxid", append(withSeal(base, lastZxid)[:len(base)+8], 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, '/'), false, "checksum"},
+		{"stray bytes", append(append([]byte(nil), base...), 1, 2, 3), false, "unexpected bytes"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := ReadSnapshot("snap", tc.data, 0xcb)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (s.Digest != nil) != tc.wantDigest {
+				t.Errorf("digest %+v, want one: %v", s.Digest, tc.wantDigest)
+			}
+		})
 	}
 }

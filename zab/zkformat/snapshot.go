@@ -166,23 +166,33 @@ func ReadSnapshot(name string, data []byte, zxid int64) (*Snapshot, error) {
 		return nil, err
 	}
 	s := &Snapshot{Tree: t}
-	if d.Remaining() == 0 {
-		return s, nil
+	// What may follow, each block sealed again: the 3.6+ zxid digest
+	// (zxid, version, digest: 20 bytes) when zookeeper.digest.enabled,
+	// then 3.9's last processed zxid (8 bytes) when enabled. ZooKeeper
+	// knows which from its settings; here the length tells.
+	const seal = 8 + 4 + 1
+	rest := d.Remaining()
+	if rest == 20+seal || rest == 20+seal+8+seal {
+		zd := &ZxidDigest{Zxid: d.ReadLong(), Version: d.ReadInt(), Digest: uint64(d.ReadLong())}
+		if err := checkSeal(name, d, data); err != nil {
+			return nil, err
+		}
+		// As DataTree.deserializeZxidDigest: an empty digest, or one
+		// older than the snapshot, is not used.
+		if zd.Zxid > 0 && zd.Zxid >= zxid {
+			s.Digest = zd
+		}
 	}
-	zd := &ZxidDigest{Zxid: d.ReadLong(), Version: d.ReadInt(), Digest: uint64(d.ReadLong())}
-	if d.Err() != nil {
-		return nil, short("zxid digest")
-	}
-	if err := checkSeal(name, d, data); err != nil {
-		return nil, err
+	if d.Remaining() == 8+seal {
+		// 3.9's lastProcessedZxid: the replay starts from the file name's
+		// zxid regardless, which covers it.
+		d.ReadLong()
+		if err := checkSeal(name, d, data); err != nil {
+			return nil, err
+		}
 	}
 	if d.Remaining() != 0 {
 		return nil, bad("%d unexpected bytes after the snapshot", d.Remaining())
-	}
-	// As DataTree.deserializeZxidDigest: an empty digest, or one older
-	// than the snapshot, is not used.
-	if zd.Zxid > 0 && zd.Zxid >= zxid {
-		s.Digest = zd
 	}
 	return s, nil
 }
