@@ -59,15 +59,17 @@ func (s *Server) AuthorizationID() (string, error) {
 }
 
 // Evaluate takes the client's token and returns the server's next token:
-// the digest-challenge for the first (empty) token, rspauth for a valid
+// the digest-challenge for the first token (empty), rspauth for a valid
 // digest-response. An error ends the exchange; so does any token after
 // the exchange completed.
 func (s *Server) Evaluate(token []byte) ([]byte, error) {
 	switch s.step {
 	case 0:
-		if len(token) != 0 {
+		// DIGEST-MD5 has no initial response; Java's server ignores one
+		// rather than failing, and so does this one.
+		if len(token) > maxResponse {
 			s.step = 3
-			return nil, errors.New("DIGEST-MD5: must not have an initial response")
+			return nil, fmt.Errorf("DIGEST-MD5: invalid digest response length: got %d, expected < %d", len(token), maxResponse)
 		}
 		var raw [30]byte
 		if _, err := io.ReadFull(s.rand, raw[:]); err != nil {

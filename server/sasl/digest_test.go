@@ -170,11 +170,17 @@ func TestServerRejects(t *testing.T) {
 	}
 }
 
-// TestInitialResponseRefused: DIGEST-MD5 starts with an empty token.
-func TestInitialResponseRefused(t *testing.T) {
+// TestInitialResponse: a first token that is not empty is ignored, as by
+// Java's DigestMD5Server (checked against ZooKeeper 3.8), unless it is
+// longer than any valid response.
+func TestInitialResponse(t *testing.T) {
 	srv := NewServer(testUsers, nil)
-	if _, err := srv.Evaluate([]byte("username=bob")); err == nil {
-		t.Fatal("initial response accepted")
+	if c, err := srv.Evaluate([]byte("username=bob")); err != nil || !bytes.HasPrefix(c, []byte("realm=")) {
+		t.Fatalf("initial response: %q, %v; want the challenge", c, err)
+	}
+	srv = NewServer(testUsers, nil)
+	if _, err := srv.Evaluate(make([]byte, maxResponse+1)); err == nil {
+		t.Fatal("oversize initial response accepted")
 	}
 }
 
