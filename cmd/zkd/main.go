@@ -358,11 +358,7 @@ func (b backend) AdminCommand(name string) (map[string]any, bool) {
 		}}, true
 	}
 	if name == "system_properties" {
-		m := map[string]any{}
-		for _, k := range b.zoo.propNames() {
-			m[k] = b.zoo.Props[k]
-		}
-		return m, true
+		return systemProperties(b.zoo), true
 	}
 	if cfg.Standalone() {
 		return nil, false
