@@ -19,7 +19,8 @@ import (
 const jaasText = `/* the JAAS file of ZooKeeper's SASL guide, with comments */
 Server {
     org.apache.zookeeper.server.auth.DigestLoginModule required
-    user_super="adminsecret"   // the super user
+    user_super="adminsecret"   // matches every sasl ACL entry
+    user_root="rootsecret"     // zookeeper.superUser in some tests
     user_bob="bobsecret";
 };
 Client {
@@ -92,14 +93,15 @@ func saslACL(user string) []jute.ACL {
 }
 
 // TestIntegration_SASLDigest: users of the JAAS Server section
-// authenticate, get a sasl identity that ACLs and whoAmI see, the super
-// user (zookeeper.superUser) passes every ACL, and wrong passwords and
+// authenticate, get a sasl identity that ACLs and whoAmI see, the SASL
+// user "super" matches every sasl ACL, zookeeper.superUser passes every
+// ACL, and wrong passwords and
 // garbage tokens end in AuthFailed and a closed connection while the
 // server goes on serving.
 func TestIntegration_SASLDigest(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
-			s := start(t, kind, jaasText, []string{"-Dzookeeper.superUser=super"},
+			s := start(t, kind, jaasText, []string{"-Dzookeeper.superUser=root"},
 				map[string]string{"authProvider.1": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"})
 
 			bob := dial(t, s.Addr)
@@ -133,12 +135,29 @@ func TestIntegration_SASLDigest(t *testing.T) {
 				t.Fatalf("unauthenticated write: %v, want NoAuth", err)
 			}
 
+			// A node only a digest identity may read: the SASL user
+			// "super" matches sasl entries only, the zookeeper.superUser
+			// passes every ACL.
+			digestOnly := []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "digest", Id: "nobody:AAAAAAAAAAAAAAAAAAAAAAAAAAA="}}}
+			if _, err := bob.Call(jute.OpCreate, &jute.CreateRequest{Path: "/locked", Data: []byte("l"), Acl: digestOnly}, nil); err != nil {
+				t.Fatal(err)
+			}
 			super := dial(t, s.Addr)
 			if err := authenticate(super, "super", "adminsecret"); err != nil {
 				t.Fatalf("super: %v", err)
 			}
-			if _, err := super.Call(jute.OpDelete, &jute.DeleteRequest{Path: "/bob", Version: -1}, nil); err != nil {
-				t.Fatalf("super deletes bob's node: %v", err)
+			if _, err := super.Call(jute.OpGetData, &jute.GetDataRequest{Path: "/bob"}, nil); err != nil {
+				t.Fatalf("SASL user super reads a sasl:bob node: %v", err)
+			}
+			if _, err := super.Call(jute.OpGetData, &jute.GetDataRequest{Path: "/locked"}, nil); !errors.Is(err, jute.CodeNoAuth) {
+				t.Fatalf("SASL user super reads a digest node: %v, want NoAuth", err)
+			}
+			root := dial(t, s.Addr)
+			if err := authenticate(root, "root", "rootsecret"); err != nil {
+				t.Fatalf("root: %v", err)
+			}
+			if _, err := root.Call(jute.OpGetData, &jute.GetDataRequest{Path: "/locked"}, nil); err != nil {
+				t.Fatalf("zookeeper.superUser reads a digest node: %v", err)
 			}
 
 			bad := []struct {
