@@ -24,7 +24,7 @@ type SASLConfig struct {
 	SuperUser string
 	// AllowFailedClients is zookeeper.allowSaslFailedClients: a failed SASL
 	// exchange leaves the connection open (unless SASL is required by
-	// EnforceAuthSchemes). Default false.
+	// EnforceAuthSchemes, or Users is nil). Default false.
 	AllowFailedClients bool
 	// EnforceAuthSchemes, when not empty, is enforce.auth: every request
 	// other than auth and sasl of a connection that holds no identity of
@@ -63,8 +63,8 @@ func (c *conn) handleSASL(xid int32, body []byte) (frame []byte, closeAfter bool
 		return nil, true
 	}
 	cfg := &c.s.cfg.SASL
-	fail := func(err error) ([]byte, bool) {
-		if cfg.AllowFailedClients && !cfg.saslRequired() {
+	fail := func(err error, allow bool) ([]byte, bool) {
+		if allow && !cfg.saslRequired() {
 			c.logger().Warn("SASL authentication failed, connection kept (zookeeper.allowSaslFailedClients)", zap.Error(err))
 			return encodeReply(jute.ReplyHeader{Xid: xid}, &jute.SetSASLResponse{}), false
 		}
@@ -79,15 +79,16 @@ func (c *conn) handleSASL(xid int32, body []byte) (frame []byte, closeAfter bool
 	if cfg.Users == nil {
 		// ZooKeeper 3.8 answers OK with no token here, which Kazoo
 		// resends at once, forever; fail the way a refused exchange does,
-		// so every client ends in AuthFailed instead.
-		return fail(fmt.Errorf("SASL is not configured on this server (no JAAS Server section)"))
+		// so every client ends in AuthFailed instead, whatever
+		// allowSaslFailedClients says.
+		return fail(fmt.Errorf("SASL is not configured on this server (no JAAS Server section)"), false)
 	}
 	if c.sasl == nil {
 		c.sasl = sasl.NewServer(*cfg.Users, nil)
 	}
 	token, err := c.sasl.Evaluate(req.Token)
 	if err != nil {
-		return fail(err)
+		return fail(err, cfg.AllowFailedClients)
 	}
 	if c.sasl.Complete() {
 		id, _ := c.sasl.AuthorizationID()

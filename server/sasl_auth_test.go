@@ -51,6 +51,7 @@ func TestSASL(t *testing.T) {
 		{name: "wrong password, SASL required", cfg: SASLConfig{Users: saslUsers, AllowFailedClients: true, EnforceAuthSchemes: []string{"sasl"}},
 			user: "bob", pw: "x", code: jute.CodeSessionClosedRequireSASL, closed: true, enforceOp: true},
 		{name: "not configured", cfg: SASLConfig{}, user: "bob", pw: "bobsecret", code: jute.CodeAuthFailed, closed: true},
+		{name: "not configured, failed clients allowed", cfg: SASLConfig{AllowFailedClients: true}, user: "bob", pw: "bobsecret", code: jute.CodeAuthFailed, closed: true},
 		{name: "enforced then authenticated", cfg: SASLConfig{Users: saslUsers, EnforceAuthSchemes: []string{"digest", "sasl"}}, user: "bob", pw: "bobsecret",
 			wantIDs: []jute.Id{{Scheme: "sasl", Id: "bob"}}, notSuper: true, enforceOp: true},
 	}
