@@ -245,6 +245,11 @@ func parseIPv4(s string) (netip.Addr, bool) {
 
 // matchID is the providers' matches(id, aclExpr) for an id of the same scheme.
 func matchID(scheme, id, expr string) bool {
+	if scheme == "sasl" && id == "super" {
+		// SASLAuthenticationProvider.matches: the SASL user "super"
+		// matches every sasl ACL entry (checked against ZooKeeper 3.8).
+		return true
+	}
 	if scheme != "ip" {
 		return id == expr
 	}

@@ -41,6 +41,10 @@ func TestACLChecks(t *testing.T) {
 		{"ip /0", aclFor(jute.PermAll, "ip", "1.2.3.4/0"), jute.PermRead, []jute.Id{other}, true},
 		{"ip scheme mismatch", aclFor(jute.PermAll, "ip", "127.0.0.1"), jute.PermRead, []jute.Id{alice}, false},
 		{"any of perms", aclFor(jute.PermRead, "world", "anyone"), jute.PermRead | jute.PermAdmin, nil, true},
+		{"sasl match", aclFor(jute.PermAll, "sasl", "bob"), jute.PermRead, []jute.Id{{Scheme: "sasl", Id: "bob"}}, true},
+		{"sasl other user", aclFor(jute.PermAll, "sasl", "bob"), jute.PermRead, []jute.Id{{Scheme: "sasl", Id: "amy"}}, false},
+		{"sasl user super matches any sasl entry", aclFor(jute.PermAll, "sasl", "bob"), jute.PermRead, []jute.Id{{Scheme: "sasl", Id: "super"}}, true},
+		{"sasl user super is not digest super", aclFor(jute.PermAll, "digest", alice.Id), jute.PermRead, []jute.Id{{Scheme: "sasl", Id: "super"}}, false},
 		{"second entry", append(aclFor(jute.PermRead, "digest", bob.Id), aclFor(jute.PermWrite, "digest", alice.Id)...), jute.PermWrite, []jute.Id{bob, alice}, true},
 	} {
 		if got := checkACL(tc.acl, tc.perm, tc.auth); got != tc.ok {

@@ -42,6 +42,9 @@ type Config struct {
 	// zookeeper.DigestAuthenticationProvider.superDigest; a client that adds
 	// digest auth matching it becomes the superuser. "" disables it.
 	SuperDigest string
+	// SASL configures SASL authentication and enforce.auth; the zero value
+	// is ZooKeeper without a JAAS file (see SASLConfig).
+	SASL SASLConfig
 	// ReconfigEnabled (reconfigEnabled) lets the reconfig op through to
 	// the Backend; otherwise it is answered ReconfigDisabled, as ZooKeeper
 	// does. Default false.
@@ -114,6 +117,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("server: SlowRequestThreshold must not be negative, got %v", c.SlowRequestThreshold)
 	case c.SuperDigest != "" && !strings.Contains(c.SuperDigest, ":"):
 		return fmt.Errorf("server: SuperDigest must be user:base64digest, got %q", c.SuperDigest)
+	}
+	if err := c.SASL.validate(); err != nil {
+		return err
 	}
 	for _, w := range c.FourLetterWhitelist {
 		if w != "*" && len(w) != 4 {

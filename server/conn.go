@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/server/sasl"
 	"github.com/zkd/zkd/session"
 	"github.com/zkd/zkd/zab"
 )
@@ -77,6 +78,8 @@ type conn struct {
 		all atomic.Pointer[[]jute.Id] // ids then the ip id; nil until the first auth
 	}
 	ipOnly []jute.Id // the identities before any auth
+
+	sasl *sasl.Server // reader only: the SASL exchange, nil before the first sasl request
 
 	readsQueued   uint64        // reader only: reads handed to the completer
 	readsExecuted atomic.Uint64 // reads the completer executed
@@ -441,6 +444,13 @@ func (c *conn) readLoop() {
 			return
 		}
 
+		if !c.authEnforced(hdr.Type) {
+			sl.frame, sl.closeAfter = encodeReply(jute.ReplyHeader{Xid: hdr.Xid, Err: jute.CodeSessionClosedRequireSASL}, nil), true
+			c.push(sl)
+			<-c.done
+			return
+		}
+
 		switch hdr.Type {
 		case jute.OpPing:
 		case jute.OpAuth:
@@ -450,7 +460,11 @@ func (c *conn) readLoop() {
 			}
 			sl.frame, sl.closeAfter = frame, !ok
 		case jute.OpSASL:
-			sl.frame = encodeReply(jute.ReplyHeader{Xid: hdr.Xid}, &jute.SetSASLResponse{})
+			frame, closeAfter := c.handleSASL(hdr.Xid, body)
+			if frame == nil {
+				return
+			}
+			sl.frame, sl.closeAfter = frame, closeAfter
 		case jute.OpCloseSession:
 			if !c.awaitReads() {
 				return

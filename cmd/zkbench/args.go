@@ -21,7 +21,7 @@ var errHelp = flag.ErrHelp
 const maxSize = 1<<20 - 4096
 
 // workloads lists the -workload values.
-var workloads = []string{"create", "set", "get", "token", "lock", "fill", "wait"}
+var workloads = []string{"create", "set", "get", "token", "lock", "session", "fill", "wait"}
 
 // config is zkbench's parsed command line.
 type config struct {
@@ -41,6 +41,8 @@ type config struct {
 	path           string
 	timeout        time.Duration
 	verbose        bool
+	saslUser       string
+	saslPassword   string
 }
 
 // parseArgs parses and validates zkbench's flags. Usage and flag errors go
@@ -65,6 +67,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.path, "path", "", "node to read for -workload wait")
 	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "longest wait for -workload wait")
 	fs.BoolVar(&c.verbose, "v", false, "log the client library's messages to stderr")
+	fs.StringVar(&c.saslUser, "sasl-user", "", "for -workload session: authenticate each new session by SASL DIGEST-MD5 as this `user`")
+	fs.StringVar(&c.saslPassword, "sasl-password", "", "the -sasl-user's password")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: zkbench -servers host:port[,...] -workload %s -clients N -duration D [flags]\n",
 			strings.Join(workloads, "|"))
@@ -112,6 +116,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.workload == "lock" && (c.locks < 1 || c.locks > c.clients) {
 		return config{}, fmt.Errorf("zkbench: -locks %d: want 1 to -clients (%d)", c.locks, c.clients)
+	}
+	if c.saslUser != "" && c.workload != "session" {
+		return config{}, fmt.Errorf("zkbench: -sasl-user applies to -workload session only")
 	}
 	if c.workload == "fill" && c.count < 1 {
 		return config{}, fmt.Errorf("zkbench: -count %d: want at least 1", c.count)

@@ -2,7 +2,7 @@
 // ZooKeeper's client protocol (zkd, ZooKeeper itself), driven through the
 // go-zookeeper client, one session per simulated client.
 //
-//	zkbench -servers 127.0.0.1:2181[,…] -workload create|set|get|token|lock \
+//	zkbench -servers 127.0.0.1:2181[,…] -workload create|set|get|token|lock|session \
 //	        -clients N -duration 10s [-locks L] [-size 1024] [-warmup 2s] [-json]
 //
 // Each client runs one request at a time, in a closed loop. Workloads:
@@ -15,6 +15,9 @@
 //	lock    clients share -locks lock paths (client i uses path i mod L) and
 //	        take and release go-zk's zk.Lock in a loop; the latency is the
 //	        time to acquire. -locks equal to -clients is the uncontended case.
+//	session open a connection, create a session, authenticate it by SASL
+//	        DIGEST-MD5 if -sasl-user/-sasl-password are set, close it: new
+//	        (authenticated) sessions per second
 //
 // After -warmup, operations are counted for -duration; zkbench prints
 // ops/s and latency quantiles (p50, p90, p99, p999, max) from a log-linear

@@ -253,6 +253,12 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 			}
 			return acquired, nil
 		}
+	case "session":
+		fn = func(c *client) (time.Duration, error) {
+			start := time.Now()
+			err := newSession(cfg.servers[c.id%len(cfg.servers)], cfg.sessionTimeout, cfg.saslUser, cfg.saslPassword)
+			return time.Since(start), err
+		}
 	default:
 		err = fmt.Errorf("zkbench: unknown workload %q", cfg.workload)
 	}

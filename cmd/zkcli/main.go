@@ -30,6 +30,12 @@
 //   - a line of only spaces is ignored (zkCli.sh re-runs the previous
 //     command);
 //   - -r (read-only) and -client-configuration are accepted and ignored.
+//
+// SASL is configured as for zkCli.sh: a JAAS file named by
+// -Djava.security.auth.login.config in CLIENT_JVMFLAGS (or JVMFLAGS) whose
+// Client section (-Dzookeeper.sasl.clientconfig) has a DigestLoginModule
+// with username and password; every connection then authenticates by
+// DIGEST-MD5 before other requests go out.
 package main
 
 import (
@@ -105,6 +111,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	sh := NewShell(stdout, stderr, o.timeout)
+	creds, warning, err := saslFromEnv(os.Environ())
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailed
+	}
+	if warning != "" {
+		fmt.Fprintln(stderr, warning)
+	}
+	sh.sasl = creds
 	fmt.Fprintln(sh.out, "Connecting to "+o.server)
 	release := holdEvents(sh)
 	if err := sh.Connect(o.server); err != nil {

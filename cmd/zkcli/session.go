@@ -42,6 +42,7 @@ type Session struct {
 	root    chroot
 	timeout time.Duration
 	onEvent func(jute.WatcherEvent)
+	sasl    *saslCreds // nil: no SASL
 
 	// Watches are the watches this session registered, tracked as the Java
 	// client's ZKWatchManager does.
@@ -61,6 +62,9 @@ type Session struct {
 		// replying, and that disconnect is reported as AuthFailed alone.
 		authing          bool
 		heldDisconnected bool
+		// saslPending holds requests back while the connection's SASL
+		// exchange runs (authenticateSASL).
+		saslPending bool
 	}
 	changed chan struct{} // closed and replaced on every state change
 }
@@ -76,7 +80,7 @@ func (nopLogger) Printf(string, ...any) {}
 // session then sees as "/"). It returns at once; the session is
 // established in the background and Call waits for it. onEvent receives
 // watch and session events; it must not call back into the session.
-func Dial(host string, timeout time.Duration, onEvent func(jute.WatcherEvent)) (*Session, error) {
+func Dial(host string, timeout time.Duration, onEvent func(jute.WatcherEvent), creds *saslCreds) (*Session, error) {
 	serverList, root, err := splitChroot(host)
 	if err != nil {
 		return nil, err
@@ -86,6 +90,7 @@ func Dial(host string, timeout time.Duration, onEvent func(jute.WatcherEvent)) (
 		root:    chroot(root),
 		timeout: timeout,
 		onEvent: onEvent,
+		sasl:    creds,
 		Watches: newWatchSet(),
 		changed: make(chan struct{}),
 	}
@@ -170,6 +175,10 @@ func (s *Session) event(ev zk.Event) {
 		s.mu.sessionID = id
 		s.setStateLocked(stateConnected)
 		report = jute.StateSyncConnected
+		if s.sasl != nil {
+			s.mu.saslPending, s.mu.authing = true, true
+			go s.authenticateSASL(s.mu.wire)
+		}
 		if reconnected {
 			go s.restoreWatches()
 		}
@@ -243,7 +252,9 @@ func (s *Session) ready() (*wireConn, error) {
 		s.mu.Unlock()
 		switch state {
 		case stateConnected:
-			return w, nil
+			if !s.mu.saslPending {
+				return w, nil
+			}
 		case stateClosed, stateAuthFailed:
 			return nil, errNotConnected
 		}

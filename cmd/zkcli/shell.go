@@ -59,6 +59,7 @@ type Shell struct {
 	timeout time.Duration
 	host    string
 	sess    *Session
+	sasl    *saslCreds // SASL credentials every session authenticates with; nil: none
 
 	// The fields above and these belong to the goroutine running commands.
 	history      map[int]string
@@ -92,7 +93,7 @@ func (sh *Shell) Connect(host string) error {
 		sh.sess.Close()
 	}
 	sh.host = host
-	s, err := Dial(host, sh.timeout, sh.printEvent)
+	s, err := Dial(host, sh.timeout, sh.printEvent, sh.sasl)
 	if err != nil {
 		return err
 	}

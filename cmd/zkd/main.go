@@ -152,6 +152,13 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	nc.Tree = datatree.DefaultConfig()
 	nc.Tree.ExtendedTypes = c.propBool("zookeeper.extendedTypesEnabled")
 	nc.Tree.EnforceQuota = c.propBool("zookeeper.enforceQuota")
+	saslScheme := false
+	if sc.SASL, saslScheme, err = saslConfig(c, log); err != nil {
+		return qc, nc, sc, err
+	}
+	if saslScheme {
+		nc.Tree.ExtraAuthSchemes = append(nc.Tree.ExtraAuthSchemes, "sasl")
+	}
 	// ZooKeeper reads these two without the "zookeeper." prefix (so only
 	// -D flags reach it); zkd takes the bare -D name and the zoo.cfg key.
 	interval, err := c.propInt("znode.container.checkIntervalMs", 60000)
@@ -354,11 +361,7 @@ func (b backend) AdminCommand(name string) (map[string]any, bool) {
 		}}, true
 	}
 	if name == "system_properties" {
-		m := map[string]any{}
-		for _, k := range b.zoo.propNames() {
-			m[k] = b.zoo.Props[k]
-		}
-		return m, true
+		return systemProperties(b.zoo), true
 	}
 	if cfg.Standalone() {
 		return nil, false

@@ -1,0 +1,24 @@
+// Package sasl is the server side of ZooKeeper's SASL authentication
+// (opcode sasl, 102): the DIGEST-MD5 mechanism of RFC 2831 as Java's
+// DigestMD5Server runs it for ZooKeeper's SaslServer, the users of a JAAS
+// login configuration's DigestLoginModule, and a DIGEST-MD5 client for
+// zkd's own tools and tests.
+//
+// ZooKeeper fixes the mechanism's parameters: protocol "zookeeper", server
+// name and realm "zk-sasl-md5", quality of protection "auth" only (no
+// integrity or confidentiality layer), algorithm md5-sess, charset utf-8.
+// An exchange is two round trips:
+//
+//	client: (empty token)
+//	server: realm="zk-sasl-md5",nonce="…",charset=utf-8,algorithm=md5-sess
+//	client: username="bob",realm=…,nonce=…,cnonce=…,nc=00000001,qop=auth,
+//	        digest-uri="zookeeper/zk-sasl-md5",response=<hex>
+//	server: rspauth=<hex>      (the server is done: bob is authenticated)
+//
+// Every failure is an error whose text names the reason, prefixed
+// "DIGEST-MD5:" as Java's are; the caller (server) answers it the way
+// ZooKeeper does (AuthFailed, then the connection closes).
+//
+// GSSAPI (Kerberos) is not implemented: ParseJAAS callers refuse a login
+// section that names Krb5LoginModule.
+package sasl

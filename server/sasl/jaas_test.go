@@ -1,0 +1,117 @@
+package sasl
+
+import (
+	"maps"
+	"strings"
+	"testing"
+)
+
+func TestParseJAAS(t *testing.T) {
+	props := map[string]string{"bob.pw": "from-prop"}
+	tests := []struct {
+		name    string
+		text    string
+		section string
+		users   map[string]string
+		err     string // from ParseJAAS or DigestUsers
+	}{
+		{
+			name: "zookeeper docs",
+			text: `Server {
+       org.apache.zookeeper.server.auth.DigestLoginModule required
+       user_super="adminsecret"
+       user_bob="bobsecret";
+};`,
+			section: "Server",
+			users:   map[string]string{"super": "adminsecret", "bob": "bobsecret"},
+		},
+		{
+			name: "comments, several sections, quoting",
+			text: `// leading comment
+/* block
+   comment { ; } */
+Client {
+  org.apache.zookeeper.server.auth.DigestLoginModule required
+  username="bob" password="bobsecret";
+};
+Server {
+  org.apache.zookeeper.server.auth.DigestLoginModule Required // flag case is free
+    user_a='single "quoted"' user_b="with \"escape\" and ; { }" user_c=bare-word.1
+    debug=true user_d="${bob.pw}";
+};`,
+			section: "Server",
+			users:   map[string]string{"a": `single "quoted"`, "b": `with "escape" and ; { }`, "c": "bare-word.1", "d": "from-prop"},
+		},
+		{
+			name:    "custom section name",
+			text:    `MyZk { org.apache.zookeeper.server.auth.DigestLoginModule required user_x="y"; };`,
+			section: "MyZk",
+			users:   map[string]string{"x": "y"},
+		},
+		{
+			name:    "missing section",
+			text:    `Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="b"; };`,
+			section: "Server",
+			err:     `no JAAS section named "Server"`,
+		},
+		{
+			name: "kerberos",
+			text: `Server {
+  com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/etc/zk.keytab"
+  storeKey=true principal="zookeeper/host@EXAMPLE.COM";
+};`,
+			section: "Server",
+			err:     "Kerberos (GSSAPI) is not implemented",
+		},
+		{
+			name:    "unknown module",
+			text:    `Server { org.example.PlainLoginModule required user_a="b"; };`,
+			section: "Server",
+			err:     "org.example.PlainLoginModule, which zkd does not implement",
+		},
+		{name: "bad flag", text: `Server { org.apache.zookeeper.server.auth.DigestLoginModule mandatory; };`, err: `line 1: invalid control flag "mandatory"`},
+		{name: "missing semicolon", text: "Server {\n org.apache.zookeeper.server.auth.DigestLoginModule required user_a=\"b\"\n}", err: "line 3: expected an option name or ';'"},
+		{name: "unterminated quote", text: `Server { x required user_a="b; };`, err: "unterminated quoted string"},
+		{name: "unterminated comment", text: `/* Server`, err: "unterminated /* comment"},
+		{name: "duplicate section", text: "A { m required; };\nA { m required; };", err: "line 2: can not specify multiple entries for A"},
+		{name: "option without value", text: `A { m required k=; };`, err: "option k of m has no value"},
+		{name: "unknown property", text: `A { m required k="${nope}"; };`, err: "property ${nope} is not set"},
+		{name: "empty section", text: `A { };`, err: "section A has no login module"},
+		{name: "hash is not a comment", text: "# comment\nA { m required; };", err: "unexpected character"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j, err := ParseJAAS(tt.text, props)
+			var users map[string]string
+			if err == nil {
+				users, err = j.DigestUsers(tt.section)
+			}
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("err = %v, want %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(users, tt.users) {
+				t.Fatalf("users = %v, want %v", users, tt.users)
+			}
+		})
+	}
+}
+
+// FuzzParseJAAS: any text parses or fails with an error, never a panic.
+func FuzzParseJAAS(f *testing.F) {
+	f.Add(`Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_a="b"; };`)
+	f.Add("/* x */ A { m optional k='${p}' ; } ;")
+	f.Fuzz(func(t *testing.T, s string) {
+		j, err := ParseJAAS(s, map[string]string{"p": "v"})
+		if err == nil {
+			for name := range j {
+				j.DigestUsers(name)
+			}
+		}
+	})
+}
