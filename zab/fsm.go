@@ -1,6 +1,8 @@
 package zab
 
 import (
+	"time"
+
 	"bufio"
 	"bytes"
 	"errors"
@@ -71,6 +73,10 @@ type fsm struct {
 	// reconfig computes reconfig results (Config.Reconfig); nil answers
 	// Unimplemented.
 	reconfig func(cur []byte, req *jute.ReconfigRequest, zxid int64) ([]byte, error)
+	// observer gets Committed for each entry applied and Snapshot for
+	// each snapshot written (Config.Observer). Monitoring only: it never
+	// influences what is applied.
+	observer Observer
 }
 
 func newFSM(cfg datatree.Config, log *zap.Logger) *fsm {
@@ -150,6 +156,9 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	zxid := f.nextZxid(l.Term)
 	tree := f.tree.Load()
+	if f.observer.Committed != nil {
+		defer f.observer.Committed()
+	}
 	defer f.setApplied(l.Index)
 	defer tree.NoteZxid(zxid)
 	switch e.kind {
@@ -460,6 +469,7 @@ func readSnapshotSeed(br *bufio.Reader) ([]byte, error) {
 // on the apply goroutine, so the image is consistent; Persist only copies
 // bytes.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	start := time.Now()
 	f.snapZxid.Store(f.tree.Load().LastZxid())
 	var buf bytes.Buffer
 	buf.WriteString(snapshotMagic)
@@ -478,7 +488,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err := f.tree.Load().WriteSnapshot(&buf); err != nil {
 		return nil, fmt.Errorf("zab: snapshot of the tree: %w", err)
 	}
-	return &fsmSnapshot{data: buf.Bytes()}, nil
+	return &fsmSnapshot{data: buf.Bytes(), start: start, done: f.observer.Snapshot}, nil
 }
 
 // Restore implements raft.FSM: it replaces the state with a snapshot's.
@@ -555,7 +565,13 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	return nil
 }
 
-type fsmSnapshot struct{ data []byte }
+// fsmSnapshot is an encoded image; done, when set, gets the time from
+// the start of encoding to the end of a successful Persist.
+type fsmSnapshot struct {
+	data  []byte
+	start time.Time
+	done  func(time.Duration)
+}
 
 // Persist implements raft.FSMSnapshot.
 func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
@@ -563,7 +579,13 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 		sink.Cancel()
 		return err
 	}
-	return sink.Close()
+	if err := sink.Close(); err != nil {
+		return err
+	}
+	if s.done != nil {
+		s.done(time.Since(s.start))
+	}
+	return nil
 }
 
 // Release implements raft.FSMSnapshot.

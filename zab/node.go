@@ -96,6 +96,9 @@ type Config struct {
 	// OnConfigChanged is called on the apply goroutine whenever
 	// /zookeeper/config changes through the log. It must not block.
 	OnConfigChanged func(data []byte)
+	// Observer receives the node's events for monitoring; its zero value
+	// observes nothing.
+	Observer Observer
 }
 
 // DefaultConfig returns a standalone configuration with ZooKeeper's
@@ -147,6 +150,8 @@ type Node struct {
 	// bootID tells this process's entries from those of earlier runs and
 	// other members, so that only its own pending futures are completed.
 	bootID uint64
+	// opened is when Open started, the start of the first election.
+	opened time.Time
 	// seq numbers this member's requests; pending maps them to futures
 	// until their entry applies (requests forwarded to the leader
 	// included: the leader proposes them with this member's bootID).
@@ -184,7 +189,7 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble")})
+	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble"), OnWALSync: cfg.Observer.WALSync})
 	if err != nil {
 		return nil, fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
 	}
@@ -197,12 +202,14 @@ func Open(cfg Config) (*Node, error) {
 		stop:    make(chan struct{}),
 		applyq:  make(chan pendingApply, 8192),
 		bootID:  newBootID(),
+		opened:  time.Now(),
 	}
 	n.nextSession = session.InitialID(cfg.MyID, time.Now().UnixMilli())
 	n.fsm.onSessionOpen = func(id int64, timeout int32) { n.tracker.Add(id, timeout) }
 	n.fsm.onApplied = n.applied
 	n.fsm.reconfig = cfg.Reconfig
 	n.fsm.onConfigChanged = cfg.OnConfigChanged
+	n.fsm.observer = cfg.Observer
 	n.fsm.onSessionClosed = func(id int64) {
 		n.tracker.Remove(id)
 		if cfg.OnSessionClosed != nil {
@@ -274,6 +281,9 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("zab: start raft in %s: %w", cfg.Dir, err)
 	}
 	n.raft = r
+	if !n.standalone {
+		n.observeElections()
+	}
 	n.wg.Add(2)
 	go n.leaderLoop()
 	go n.completeLoop()
@@ -534,6 +544,7 @@ func (n *Node) Submit(r *Request) *Future {
 		n.nextSession++
 	}
 	af := n.raft.Apply(e.encode(), 0)
+	n.noteProposed()
 	n.applyq <- pendingApply{af: af, seq: seq}
 	n.submitMu.Unlock()
 	return f
@@ -696,6 +707,7 @@ func (n *Node) propose(e *entry) {
 	e.origin = n.bootID
 	e.time = time.Now().UnixMilli()
 	af := n.raft.Apply(e.encode(), 0)
+	n.noteProposed()
 	n.submitMu.Unlock()
 	go func() {
 		if err := af.Error(); err != nil {

@@ -15,6 +15,7 @@ type countingFS struct {
 	vfs.FS
 	syncs      atomic.Uint64
 	lastSyncNs atomic.Int64
+	onSync     func(time.Duration) // Options.OnWALSync; may be nil
 }
 
 func (fs *countingFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
@@ -43,8 +44,12 @@ type countingFile struct {
 }
 
 func (f *countingFile) timed(start time.Time) {
+	d := time.Since(start)
 	f.fs.syncs.Add(1)
-	f.fs.lastSyncNs.Store(int64(time.Since(start)))
+	f.fs.lastSyncNs.Store(int64(d))
+	if f.fs.onSync != nil {
+		f.fs.onSync(d)
+	}
 }
 
 // Sync implements vfs.File.

@@ -59,6 +59,10 @@ type Options struct {
 	// FS is the filesystem Pebble uses. Default vfs.Default (the OS). Tests
 	// pass vfs.NewStrictMem() to simulate losing unsynced writes.
 	FS vfs.FS
+	// OnWALSync, when set, is called after each fsync of the write-ahead
+	// log with its duration, on the goroutine that synced. It must not
+	// block.
+	OnWALSync func(time.Duration)
 }
 
 // Validate reports the first bad field of o.
@@ -138,7 +142,7 @@ func Open(opts Options) (*Store, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
 	}
-	cfs := &countingFS{FS: opts.FS}
+	cfs := &countingFS{FS: opts.FS, onSync: opts.OnWALSync}
 	cache := pebble.NewCache(opts.CacheSize)
 	defer cache.Unref()
 	popts := &pebble.Options{
