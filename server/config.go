@@ -57,6 +57,10 @@ type Config struct {
 	// time recorded in the binary, else the executable's modification
 	// time, else "unknown".
 	BuiltOn string
+	// Metrics receives ZooKeeper's monitoring figures; give it the
+	// ZKMetrics whose Observer feeds the log's figures. Nil makes a fresh
+	// one. One ZKMetrics serves one Server.
+	Metrics *ZKMetrics
 	// DataDir and DataLogDir are reported by conf, envi and dirs, whose sizes
 	// are the total bytes of the files below them.
 	DataDir, DataLogDir string

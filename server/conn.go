@@ -114,6 +114,7 @@ type slot struct {
 	code       jute.Code   // an error reply computed at completion
 	closeAfter bool        // close the connection after this reply
 	readSeq    uint64      // reads only: position among the connection's reads
+	nsBytes    int         // create, setData: path and data bytes, for write_per_namespace
 }
 
 func newConn(s *Server, nc net.Conn, ip string) *conn {
@@ -544,6 +545,7 @@ func (c *conn) prepare(sl *slot, body []byte) {
 		// its own copy of the body.
 		sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(),
 			Body: append([]byte(nil), body...), Reject: reject, Origin: c.seq})
+		sl.nsBytes = writeBytes(rec)
 		return
 	}
 	sl.req = rec
@@ -643,6 +645,9 @@ func (c *conn) finish(sl *slot) bool {
 		hdr.Err = c.codeFor(sl, res.Err)
 		if res.Err == nil {
 			body = res.Resp
+			if sl.nsBytes > 0 {
+				notePath(c.s.zm.writePerNS, sl.path, sl.nsBytes)
+			}
 		}
 		if sl.op == jute.OpCloseSession && res.Err == nil {
 			c.s.log.Info("session closed", zap.String("session", hexID(c.sessionID.Load())),
@@ -690,8 +695,10 @@ func (c *conn) account(sl *slot, zxid int64) {
 	c.s.stats.latency.add(lat)
 	if sl.fut != nil {
 		c.s.stats.updateLatency.add(lat)
+		c.s.zm.updateLatency.Observe(lat)
 	} else {
 		c.s.stats.readLatency.add(lat)
+		c.s.zm.readLatency.Observe(lat)
 	}
 	c.last.Lock()
 	c.last.op = opName(sl.op)
@@ -768,6 +775,9 @@ func (c *conn) read(sl *slot) (jute.Record, error) {
 		return &jute.ExistsResponse{Stat: st}, err
 	case *jute.GetDataRequest:
 		data, st, err := t.GetData(r.Path, c.authIDs(), c.watcher(r.Watch))
+		if err == nil {
+			notePath(c.s.zm.readPerNS, r.Path, len(r.Path)+len(data))
+		}
 		return &jute.GetDataResponse{Data: data, Stat: st}, err
 	case *jute.GetChildrenRequest:
 		kids, _, err := t.GetChildren(r.Path, c.authIDs(), c.watcher(r.Watch))
@@ -972,6 +982,7 @@ func (c *conn) writeLoop() {
 			c.s.stats.packetsSent.Add(int64(len(batch)))
 			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
 			for _, f := range batch {
+				c.s.zm.noteResponse(len(f))
 				if _, err := bw.Write(f); err != nil {
 					c.logger().Debug("write failed, closing connection", zap.Error(err))
 					c.close("write failed")

@@ -353,8 +353,16 @@ func javaAddr(a net.Addr) string {
 	return "/" + a.String()
 }
 
-// ResetStats clears the server's latency and packet counters (srst).
-func (s *Server) ResetStats() { s.stats.reset() }
+// ResetStats clears what ZooKeeper's srst clears: the latency and packet
+// counters, the reply sizes and every counter and summary of mntr
+// (ServerMetrics.resetAll), those kept in serverStats included.
+func (s *Server) ResetStats() {
+	s.stats.reset()
+	s.stats.bytesReceived.Store(0)
+	s.stats.connectionRejected.Store(0)
+	s.stats.largeRequestsRejected.Store(0)
+	s.zm.reset()
+}
 
 // ResetConnStats clears every connection's counters (crst).
 func (s *Server) ResetConnStats() {
@@ -374,70 +382,16 @@ type KeyValue struct {
 	Key, Value string
 }
 
-// Monitor backs mntr: ZooKeeper's zk_* keys that this server tracks, in
-// ZooKeeper's order.
+// Monitor backs mntr and the admin monitor command: ZooKeeper's zk_*
+// keys that this server reports (see ZKMetrics and docs/operations.md for
+// those it has no counterpart for), in ZooKeeper's order of kinds.
 func (s *Server) Monitor() []KeyValue {
-	st := s.Stats()
-	t := s.b.Tree()
-	var eph, watches int
-	var dataSize int64
-	if t != nil {
-		eph, watches, dataSize = t.EphemeralCount(), t.WatchCount(), t.ApproxDataSize()
-	}
-	sessions := s.globalSessions()
-	kv := func(k string, v any) KeyValue { return KeyValue{"zk_" + k, fmt.Sprint(v)} }
-	out := []KeyValue{
-		kv("version", st.Version),
-		kv("server_state", st.Mode),
-		kv("ephemerals_count", eph),
-		kv("num_alive_connections", st.Connections),
-		kv("avg_latency", javaDouble(st.AvgLatency)),
-		kv("outstanding_requests", st.Outstanding),
-		kv("znode_count", st.NodeCount),
-		kv("global_sessions", sessions),
-		kv("packets_sent", st.PacketsSent),
-		kv("packets_received", st.PacketsReceived),
-		kv("watch_count", watches),
-		kv("auth_failed_count", s.stats.authFailed.Load()),
-		kv("min_latency", st.MinLatency),
-	}
-	if maxFD, openFD, ok := fileDescriptors(); ok {
-		out = append(out, kv("max_file_descriptor_count", maxFD))
-		out = append(out, kv("approximate_data_size", dataSize))
-		out = append(out, kv("open_file_descriptor_count", openFD))
-	} else {
-		out = append(out, kv("approximate_data_size", dataSize))
-	}
-	out = append(out,
-		kv("uptime", s.uptimeMs()),
-		kv("max_latency", st.MaxLatency),
-		kv("large_requests_rejected", s.stats.largeRequestsRejected.Load()),
-		kv("connection_rejected", s.stats.connectionRejected.Load()),
-		kv("bytes_received_count", s.stats.bytesReceived.Load()),
-	)
-	for _, l := range []struct {
-		name string
-		st   *latencyStats
-	}{{"readlatency", &s.stats.readLatency}, {"updatelatency", &s.stats.updateLatency}} {
-		lo, avg, hi, n := l.st.snapshot()
-		out = append(out,
-			kv("avg_"+l.name, javaDouble(avg)),
-			kv("min_"+l.name, lo),
-			kv("max_"+l.name, hi),
-			kv("cnt_"+l.name, n),
-			kv("sum_"+l.name, l.st.sum.Load()),
-		)
-	}
-	if ex, ok := s.b.(MonitorExtender); ok {
-		out = append(out, ex.MonitorStats()...)
+	lines := s.zm.reg.Lines()
+	out := make([]KeyValue, len(lines))
+	for i, l := range lines {
+		out[i] = KeyValue{l.Key, l.Value}
 	}
 	return out
-}
-
-// MonitorExtender is an optional Backend extension: more mntr lines (the
-// leader's zk_learners, zk_synced_followers, …), keys with their zk_ prefix.
-type MonitorExtender interface {
-	MonitorStats() []KeyValue
 }
 
 // sessionCount is the number of sessions with a connection here, used when

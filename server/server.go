@@ -42,6 +42,7 @@ type Server struct {
 	}
 
 	stats   serverStats
+	zm      *ZKMetrics // mntr, monitor and /metrics (monitor.go)
 	connSeq atomic.Uint64
 }
 
@@ -84,6 +85,11 @@ func New(cfg Config, b Backend) (*Server, error) {
 	s.mu.sessions = map[int64]*conn{}
 	s.mu.perIP = map[string]int{}
 	s.stats.reset()
+	s.zm = cfg.Metrics
+	if s.zm == nil {
+		s.zm = NewZKMetrics()
+	}
+	s.registerMonitor()
 	return s, nil
 }
 
@@ -169,6 +175,7 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	c := newConn(s, nc, ip)
+	s.zm.connectionRequests.Inc()
 	s.mu.perIP[ip]++
 	s.mu.conns[c] = struct{}{}
 	s.mu.Unlock()

@@ -240,6 +240,8 @@ func run(c *zooCfg, log *zap.Logger) error {
 			s.SessionClosed(id)
 		}
 	}
+	zm := server.NewZKMetrics()
+	nc.Observer, sc.Metrics = zm.Observer(), zm
 	start := time.Now()
 	node, err := quorum.Open(qc, nc)
 	if err != nil {
@@ -319,21 +321,32 @@ type backend struct {
 	zoo *zooCfg // for system_properties and initial_configuration
 }
 
-// MonitorStats implements server.MonitorExtender: ZooKeeper's leader-only
-// mntr keys, on the leader only.
-func (b backend) MonitorStats() []server.KeyValue {
-	ls, ok := b.LeaderStats()
-	if !ok {
-		return nil
+// EnsembleStats implements server.EnsembleReporter: ZooKeeper's
+// zk_peer_state and zk_quorum_size, and on the leader its learner counts.
+func (b backend) EnsembleStats() (server.EnsembleStats, bool) {
+	cfg := b.Config()
+	if cfg.Standalone() {
+		return server.EnsembleStats{}, false
 	}
-	kv := func(k string, v int) server.KeyValue { return server.KeyValue{Key: "zk_" + k, Value: strconv.Itoa(v)} }
-	return []server.KeyValue{
-		kv("learners", ls.Followers),
-		kv("synced_followers", ls.SyncedFollowers),
-		kv("synced_non_voting_followers", 0),
-		kv("synced_observers", ls.Observers),
-		kv("pending_syncs", ls.PendingSyncs),
+	es := server.EnsembleStats{PeerState: "looking - election"}
+	for _, p := range cfg.Peers {
+		if !p.Observer {
+			es.QuorumSize++
+		}
 	}
+	if b.Node().Leader() != "" {
+		es.PeerState = map[string]string{"leader": "leading", "observer": "observing"}[b.Node().Mode()]
+		if es.PeerState == "" {
+			es.PeerState = "following"
+		}
+		es.PeerState += " - broadcast"
+	}
+	if ls, ok := b.LeaderStats(); ok {
+		es.Leader = true
+		es.Learners, es.SyncedFollowers = ls.Followers, ls.SyncedFollowers
+		es.SyncedObservers, es.PendingSyncs = ls.Observers, ls.PendingSyncs
+	}
+	return es, true
 }
 
 // AdminCommand implements server.AdminCommander for the admin commands the
