@@ -39,6 +39,23 @@ type Config struct {
 	// byteHardLimit in its zookeeper_limits node) fails with
 	// ErrQuotaExceeded. Soft limits are never enforced. Default false.
 	EnforceQuota bool
+	// Observer receives the tree's figures for monitoring; its zero value
+	// observes nothing.
+	Observer Observer
+}
+
+// Observer hears what ZooKeeper's DataTree reports to its metrics. Each
+// field may be nil. The hooks run with the tree locked, on the goroutine
+// that applied the write: they must return quickly and must not call
+// into the tree. They never change what is applied.
+type Observer struct {
+	// Wrote is called for each node a committed write created, deleted
+	// or set, with the bytes ZooKeeper's write_per_namespace counts: the
+	// path's length plus the data's (none for a delete).
+	Wrote func(path string, n int)
+	// WatchesFired is called for each trigger that notified watchers: the
+	// event type and how many (ZooKeeper's node_*_watch_count).
+	WatchesFired func(typ int32, n int)
 }
 
 // DefaultConfig returns ZooKeeper 3.8's defaults.

@@ -59,6 +59,23 @@ type writer struct {
 	// releases are ACL references dropped by deletes inside a multi; they
 	// are released only when the multi commits.
 	releases []*aclEntry
+	// wrote lists the nodes written, for Config.Observer.Wrote once the
+	// write commits; kept only when that hook is set.
+	wrote []wroteNode
+}
+
+// wroteNode is one node a write changed and its size as ZooKeeper's
+// write_per_namespace counts it.
+type wroteNode struct {
+	path string
+	n    int
+}
+
+// noteWrite records that path was written with n bytes of path and data.
+func (w *writer) noteWrite(path string, n int) {
+	if w.t.cfg.Observer.Wrote != nil {
+		w.wrote = append(w.wrote, wroteNode{path, n})
+	}
 }
 
 func (w *writer) deferRelease(en *aclEntry) { w.releases = append(w.releases, en) }
@@ -92,6 +109,9 @@ func (w *writer) runTriggers() {
 		start := len(buf)
 		buf = tr.tbl.trigger(tr.path, tr.typ, buf)
 		got := buf[start:]
+		if f := w.t.cfg.Observer.WatchesFired; f != nil && len(got) > 0 {
+			f(tr.typ, len(got))
+		}
 		for _, x := range got {
 			if tr.suppressPrev && slices.Contains(prev, x) {
 				continue
@@ -119,6 +139,11 @@ func (w *writer) end() {
 	// Deliver before unlocking: a reader that could see this write's
 	// effect must find its events already queued on its connection.
 	deliver(w.events)
+	if f := w.t.cfg.Observer.Wrote; f != nil {
+		for _, wn := range w.wrote {
+			f(wn.path, wn.n)
+		}
+	}
 	w.t.mu.Unlock()
 }
 
@@ -211,6 +236,7 @@ func (t *Tree) Multi(tx *Txn, ops []Op) (results []OpResult, failed bool) {
 	}
 	w.undo = nil
 	w.triggers = nil
+	w.wrote = nil
 	for i := range results {
 		results[i] = OpResult{Type: jute.OpError}
 		switch {
@@ -467,6 +493,7 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 		parentPath = "/"
 	}
 	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, parent.acl.acls, false)
+	w.noteWrite(path, len(path)+len(data))
 	return path, st, nil
 }
 
@@ -582,6 +609,7 @@ func (w *writer) deleteNode(n *node, path string) {
 	w.quotaOnDelete(parentPath, n.name, path, len(n.data))
 	w.fire(&t.dataW, path, jute.EventNodeDeleted, acl.acls, false)
 	w.fire(&t.childW, path, jute.EventNodeDeleted, acl.acls, true)
+	w.noteWrite(path, len(path))
 	if parentPath == "" {
 		parentPath = "/"
 	}
@@ -628,6 +656,7 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 	st := t.clientStat(n)
 	w.quotaOnSetData(path, len(nd)-len(oldData))
 	w.fire(&t.dataW, path, jute.EventNodeDataChanged, n.acl.acls, false)
+	w.noteWrite(path, len(path)+len(nd))
 	return st, nil
 }
 
