@@ -77,6 +77,11 @@ type fsm struct {
 	// each snapshot written (Config.Observer). Monitoring only: it never
 	// influences what is applied.
 	observer Observer
+	// leading is the node's leadership flag, for observer.Committed.
+	leading *atomic.Bool
+	// started is set once raft is running: a Restore after it installs a
+	// leader's snapshot rather than loading the node's own at start.
+	started atomic.Bool
 }
 
 func newFSM(cfg datatree.Config, log *zap.Logger) *fsm {
@@ -157,12 +162,15 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	zxid := f.nextZxid(l.Term)
 	tree := f.tree.Load()
 	if f.observer.Committed != nil {
-		defer f.observer.Committed()
+		defer f.observer.Committed(f.leading.Load())
 	}
 	defer f.setApplied(l.Index)
 	defer tree.NoteZxid(zxid)
 	switch e.kind {
 	case kindRequest:
+		if f.observer.Propagated != nil {
+			f.observer.Propagated(time.Since(time.UnixMilli(e.time)))
+		}
 		res := f.applyRequest(tree, zxid, e)
 		tree.NoteZxid(zxid)
 		if f.onApplied != nil {
@@ -494,6 +502,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 // Restore implements raft.FSM: it replaces the state with a snapshot's.
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
+	start := time.Now()
 	br := bufio.NewReaderSize(rc, 1<<16)
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(br, magic); err != nil {
@@ -557,6 +566,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.tree.Store(tree)
 	f.snapZxid.Store(tree.LastZxid())
 	f.setApplied(applied)
+	if f.observer.Restored != nil {
+		f.observer.Restored(time.Since(start), !f.started.Load())
+	}
 	if f.onConfigChanged != nil {
 		if data, _, err := tree.GetData(datatree.ConfigPath, nil, nil); err == nil && len(data) > 0 {
 			f.onConfigChanged(data)

@@ -152,6 +152,8 @@ type Node struct {
 	bootID uint64
 	// opened is when Open started, the start of the first election.
 	opened time.Time
+	// leading mirrors raft's leadership for the observer (Observer).
+	leading atomic.Bool
 	// seq numbers this member's requests; pending maps them to futures
 	// until their entry applies (requests forwarded to the leader
 	// included: the leader proposes them with this member's bootID).
@@ -189,11 +191,13 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble"), OnWALSync: cfg.Observer.WALSync})
+	var n *Node
+	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble"),
+		OnWALSync: cfg.Observer.WALSync, OnAppend: func(e, c int, d time.Duration) { n.noteAppended(e, c, d) }})
 	if err != nil {
 		return nil, fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
 	}
-	n := &Node{
+	n = &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		store:   st,
@@ -209,7 +213,7 @@ func Open(cfg Config) (*Node, error) {
 	n.fsm.onApplied = n.applied
 	n.fsm.reconfig = cfg.Reconfig
 	n.fsm.onConfigChanged = cfg.OnConfigChanged
-	n.fsm.observer = cfg.Observer
+	n.fsm.leading = &n.leading
 	n.fsm.onSessionClosed = func(id int64) {
 		n.tracker.Remove(id)
 		if cfg.OnSessionClosed != nil {
@@ -262,6 +266,11 @@ func Open(cfg Config) (*Node, error) {
 		servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}
 	}
 	n.standalone = len(servers) == 1
+	n.fsm.observer = cfg.Observer
+	if n.standalone {
+		// Standalone ZooKeeper makes no proposals: it counts no commits.
+		n.fsm.observer.Committed = nil
+	}
 	snaps := st.SnapshotStore(cfg.SnapshotRetain)
 	has, err := raft.HasExistingState(st, st, snaps)
 	if err != nil {
@@ -281,6 +290,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("zab: start raft in %s: %w", cfg.Dir, err)
 	}
 	n.raft = r
+	n.fsm.started.Store(true)
 	if !n.standalone {
 		n.observeElections()
 	}
@@ -448,12 +458,16 @@ func (n *Node) SubmitFor(origin, seq uint64, r *Request) func() error {
 		e.req.SessionID = n.nextSession
 		n.nextSession++
 	}
-	af := n.raft.Apply(e.encode(), 0)
+	data := e.encode()
+	start := time.Now()
+	af := n.raft.Apply(data, 0)
+	n.noteProposed(len(data))
 	n.submitMu.Unlock()
 	return func() error {
 		if err := af.Error(); err != nil {
 			return raftErr(err)
 		}
+		n.noteAcked(start)
 		return nil
 	}
 }
@@ -509,6 +523,7 @@ type Stats struct {
 type pendingApply struct {
 	af  raft.ApplyFuture
 	seq uint64
+	at  time.Time // when it was proposed, for Observer.QuorumAcked
 }
 
 // newBootID returns a process-unique id for this run's entries. It is not
@@ -543,9 +558,10 @@ func (n *Node) Submit(r *Request) *Future {
 		e.req.SessionID = n.nextSession
 		n.nextSession++
 	}
-	af := n.raft.Apply(e.encode(), 0)
-	n.noteProposed()
-	n.applyq <- pendingApply{af: af, seq: seq}
+	data := e.encode()
+	af := n.raft.Apply(data, 0)
+	n.noteProposed(len(data))
+	n.applyq <- pendingApply{af: af, seq: seq, at: time.Now()}
 	n.submitMu.Unlock()
 	return f
 }
@@ -578,6 +594,8 @@ func (n *Node) completeLoop() {
 		case p := <-n.applyq:
 			if err := p.af.Error(); err != nil {
 				n.fail(p.seq, raftErr(err))
+			} else {
+				n.noteAcked(p.at)
 			}
 		case <-n.stop:
 			for {
@@ -620,6 +638,10 @@ func (n *Node) leaderLoop() {
 			return
 		case l := <-n.raft.LeaderCh():
 			leading = l
+			n.leading.Store(l)
+			if n.cfg.Observer.Leading != nil {
+				n.cfg.Observer.Leading(l)
+			}
 			if l {
 				ids, timeouts := n.fsm.sessionList()
 				for i, id := range ids {
@@ -706,8 +728,9 @@ func (n *Node) propose(e *entry) {
 	n.submitMu.Lock()
 	e.origin = n.bootID
 	e.time = time.Now().UnixMilli()
-	af := n.raft.Apply(e.encode(), 0)
-	n.noteProposed()
+	data := e.encode()
+	af := n.raft.Apply(data, 0)
+	n.noteProposed(len(data))
 	n.submitMu.Unlock()
 	go func() {
 		if err := af.Error(); err != nil {

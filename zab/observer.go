@@ -8,9 +8,12 @@ import (
 
 // Observer receives a node's events for monitoring: the figures behind
 // ZooKeeper's fsynctime, snapshottime, commit_count, proposal_count,
-// election_time and looking_count. Every field may be nil. The callbacks
-// run on Pebble's, raft's or the node's goroutines, must return quickly
-// and must not block; they never influence what is applied.
+// learner_*_received_count, quorum_ack_latency, election_time and
+// looking_count. Every field may be nil. The callbacks run on Pebble's,
+// raft's or the node's goroutines, must return quickly and must not
+// block; they never influence what is applied. As standalone ZooKeeper
+// has no proposals, a standalone node reports no Committed, Proposed or
+// QuorumAcked.
 type Observer struct {
 	// WALSync gets the duration of each fsync of Pebble's write-ahead
 	// log, the log every proposal is made durable in.
@@ -18,12 +21,34 @@ type Observer struct {
 	// Snapshot gets the time each snapshot took, from encoding the tree
 	// to the snapshot being stored.
 	Snapshot func(time.Duration)
-	// Committed is called for each log entry applied on this member: an
-	// entry is applied only once a quorum has it.
-	Committed func()
+	// Committed is called for each log entry applied on this member (an
+	// entry is applied only once a quorum has it); leader tells whether
+	// this member led when it applied it.
+	Committed func(leader bool)
 	// Proposed is called for each entry this member hands to raft, which
-	// only a leader accepts.
-	Proposed func()
+	// only a leader accepts, with the entry's encoded size.
+	Proposed func(size int)
+	// ProposalReceived is called when this member, not leading, stored n
+	// command entries sent by the leader.
+	ProposalReceived func(n int)
+	// QuorumAcked gets, for each request this member proposed as leader,
+	// the time from proposing it until raft committed and applied it.
+	QuorumAcked func(time.Duration)
+	// Appended gets each batch of entries stored in the log: how many,
+	// and how long the batch took to commit, fsync included (group
+	// commit: concurrent proposals share one batch).
+	Appended func(entries int, took time.Duration)
+	// Propagated gets, for each request entry applied, the time since the
+	// leader stamped it when proposing (members' clocks are compared, as
+	// ZooKeeper compares them for propagation_latency).
+	Propagated func(time.Duration)
+	// Restored gets the time to load a snapshot into the tree; atStart
+	// tells the one loaded when the node opened from one written later
+	// by the leader (InstallSnapshot).
+	Restored func(d time.Duration, atStart bool)
+	// Leading is called when this member starts (true) or stops (false)
+	// leading.
+	Leading func(bool)
 	// ElectionStarted is called when an ensemble member loses sight of a
 	// leader (not on a standalone node, which never elects).
 	ElectionStarted func()
@@ -32,10 +57,27 @@ type Observer struct {
 	ElectionDone func(time.Duration)
 }
 
-// noteProposed tells the observer about a proposal.
-func (n *Node) noteProposed() {
-	if n.cfg.Observer.Proposed != nil {
-		n.cfg.Observer.Proposed()
+// noteProposed tells the observer about a proposal of size bytes.
+func (n *Node) noteProposed(size int) {
+	if !n.standalone && n.cfg.Observer.Proposed != nil {
+		n.cfg.Observer.Proposed(size)
+	}
+}
+
+// noteAcked tells the observer that a proposal made at start committed.
+func (n *Node) noteAcked(start time.Time) {
+	if !n.standalone && n.cfg.Observer.QuorumAcked != nil {
+		n.cfg.Observer.QuorumAcked(time.Since(start))
+	}
+}
+
+// noteAppended tells the observer about a batch of entries stored.
+func (n *Node) noteAppended(entries, commands int, took time.Duration) {
+	if n.cfg.Observer.Appended != nil {
+		n.cfg.Observer.Appended(entries, took)
+	}
+	if commands > 0 && !n.leading.Load() && n.cfg.Observer.ProposalReceived != nil {
+		n.cfg.Observer.ProposalReceived(commands)
 	}
 }
 

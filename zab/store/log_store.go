@@ -209,9 +209,19 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	if err := b.Commit(s.writeOpts); err != nil {
 		return fmt.Errorf("store: commit logs %d-%d: %w", lo, hi, err)
 	}
-	s.lastCommitLatency.Store(int64(time.Since(start)))
+	took := time.Since(start)
+	s.lastCommitLatency.Store(int64(took))
 	s.appends.Add(1)
 	s.appendedEntries.Add(uint64(len(logs)))
+	if s.onAppend != nil {
+		commands := 0
+		for _, l := range logs {
+			if l.Type == raft.LogCommand {
+				commands++
+			}
+		}
+		s.onAppend(len(logs), commands, took)
+	}
 	s.appendedBytes.Add(dataBytes)
 	for {
 		f := s.first.Load()

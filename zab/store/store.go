@@ -63,6 +63,11 @@ type Options struct {
 	// log with its duration, on the goroutine that synced. It must not
 	// block.
 	OnWALSync func(time.Duration)
+	// OnAppend, when set, is called after each append to the log with the
+	// number of entries it stored, how many of them were commands
+	// (raft.LogCommand), and how long the batch took to commit, fsync
+	// included; on raft's goroutine. It must not block.
+	OnAppend func(entries, commands int, took time.Duration)
 }
 
 // Validate reports the first bad field of o.
@@ -111,7 +116,8 @@ type Store struct {
 	appends           atomic.Uint64 // StoreLogs calls
 	appendedEntries   atomic.Uint64
 	appendedBytes     atomic.Uint64
-	lastCommitLatency atomic.Int64 // ns
+	lastCommitLatency atomic.Int64                                    // ns
+	onAppend          func(entries, commands int, took time.Duration) // Options.OnAppend; may be nil
 
 	snaps struct {
 		sync.Mutex
@@ -161,6 +167,7 @@ func Open(opts Options) (*Store, error) {
 		log:       opts.Logger,
 		writeOpts: pebble.Sync,
 		chunkSize: opts.SnapshotChunkSize,
+		onAppend:  opts.OnAppend,
 	}
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
