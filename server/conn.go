@@ -114,7 +114,6 @@ type slot struct {
 	code       jute.Code   // an error reply computed at completion
 	closeAfter bool        // close the connection after this reply
 	readSeq    uint64      // reads only: position among the connection's reads
-	nsBytes    int         // create, setData: path and data bytes, for write_per_namespace
 }
 
 func newConn(s *Server, nc net.Conn, ip string) *conn {
@@ -545,7 +544,6 @@ func (c *conn) prepare(sl *slot, body []byte) {
 		// its own copy of the body.
 		sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(),
 			Body: append([]byte(nil), body...), Reject: reject, Origin: c.seq})
-		sl.nsBytes = writeBytes(rec)
 		return
 	}
 	sl.req = rec
@@ -645,9 +643,6 @@ func (c *conn) finish(sl *slot) bool {
 		hdr.Err = c.codeFor(sl, res.Err)
 		if res.Err == nil {
 			body = res.Resp
-			if sl.nsBytes > 0 {
-				notePath(c.s.zm.writePerNS, sl.path, sl.nsBytes)
-			}
 		}
 		if sl.op == jute.OpCloseSession && res.Err == nil {
 			c.s.log.Info("session closed", zap.String("session", hexID(c.sessionID.Load())),
@@ -772,18 +767,27 @@ func (c *conn) read(sl *slot) (jute.Record, error) {
 	switch r := sl.req.(type) {
 	case *jute.ExistsRequest:
 		st, err := t.Exists(r.Path, c.watcher(r.Watch))
+		if err == nil {
+			c.s.zm.noteRead(r.Path, 0)
+		}
 		return &jute.ExistsResponse{Stat: st}, err
 	case *jute.GetDataRequest:
 		data, st, err := t.GetData(r.Path, c.authIDs(), c.watcher(r.Watch))
 		if err == nil {
-			notePath(c.s.zm.readPerNS, r.Path, len(r.Path)+len(data))
+			c.s.zm.noteRead(r.Path, len(data))
 		}
 		return &jute.GetDataResponse{Data: data, Stat: st}, err
 	case *jute.GetChildrenRequest:
 		kids, _, err := t.GetChildren(r.Path, c.authIDs(), c.watcher(r.Watch))
+		if err == nil {
+			c.s.zm.noteRead(r.Path, namesLen(kids))
+		}
 		return &jute.GetChildrenResponse{Children: nonNil(kids)}, err
 	case *jute.GetChildren2Request:
 		kids, st, err := t.GetChildren(r.Path, c.authIDs(), c.watcher(r.Watch))
+		if err == nil {
+			c.s.zm.noteRead(r.Path, namesLen(kids))
+		}
 		return &jute.GetChildren2Response{Children: nonNil(kids), Stat: st}, err
 	case *jute.GetACLRequest:
 		acl, st, err := t.GetACL(r.Path, c.authIDs())

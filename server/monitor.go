@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
 	"github.com/zkd/zkd/server/zkmetrics"
 	"github.com/zkd/zkd/zab"
@@ -20,15 +21,24 @@ type ZKMetrics struct {
 	reg *zkmetrics.Registry
 
 	// From the log (Observer).
-	fsync, snapshot, election *zkmetrics.Summary
-	commits, proposals, snaps *zkmetrics.Counter
-	looking                   *zkmetrics.Counter
+	fsync, snapshot, election  *zkmetrics.Summary
+	commits, proposals, snaps  *zkmetrics.Counter
+	looking                    *zkmetrics.Counter
+	commitsRecv, proposalsRecv *zkmetrics.Counter
+	quorumAck                  *zkmetrics.Summary
+	batchSize, flushTime       *zkmetrics.Summary
+	propagation, snapLoad      *zkmetrics.Summary
+	// Leader figures: proposal sizes (-1 until the first, as ZooKeeper's
+	// BufferStats) and when leadership began (unix ns; 0: not leading).
+	lastProposal, minProposal, maxProposal atomic.Int64
+	leadingSince                           atomic.Int64
 
 	// From the server.
 	readLatency, updateLatency *zkmetrics.Summary
 	connectionRequests         *zkmetrics.Counter
 	responseBytes              *zkmetrics.Counter
 	readPerNS, writePerNS      *zkmetrics.SummarySet
+	watchFired                 map[int32]*zkmetrics.Summary // by event type
 	// Sizes of replies sent, without their length prefix, as ZooKeeper's
 	// BufferStats: -1 until the first.
 	lastResponse, minResponse, maxResponse atomic.Int64
@@ -38,11 +48,11 @@ type ZKMetrics struct {
 func NewZKMetrics() *ZKMetrics {
 	r := zkmetrics.NewRegistry()
 	m := &ZKMetrics{reg: r}
-	m.lastResponse.Store(-1)
-	m.minResponse.Store(-1)
-	m.maxResponse.Store(-1)
-	m.commits = r.Counter("commit_count", "Log entries committed and applied on this member, log replay at start included.")
-	m.proposals = r.Counter("proposal_count", "Entries this member proposed to the log as leader.")
+	m.reset()
+	m.commits = r.Counter("commit_count", "Log entries applied while leading an ensemble, log replay at start included.")
+	m.proposals = r.Counter("proposal_count", "Requests this member proposed to the log as an ensemble's leader.")
+	m.commitsRecv = r.Counter("learner_commit_received_count", "Log entries applied while following, log replay at start included.")
+	m.proposalsRecv = r.Counter("learner_proposal_received_count", "Command entries received from the leader and stored while following.")
 	m.snaps = r.Counter("snap_count", "Snapshots written.")
 	m.looking = r.Counter("looking_count", "Times this ensemble member went looking for a leader.")
 	m.connectionRequests = r.Counter("connection_request_count", "Client connections accepted.")
@@ -50,10 +60,21 @@ func NewZKMetrics() *ZKMetrics {
 	m.fsync = r.Summary("fsynctime", "Duration of each fsync of the log's write-ahead log, in ms.", false)
 	m.snapshot = r.Summary("snapshottime", "Duration of each snapshot, in ms.", false)
 	m.election = r.Summary("election_time", "Time an ensemble member went without a leader, in ms.", false)
+	m.batchSize = r.Summary("sync_processor_batch_size", "Log entries stored per fsynced batch (group commit).", false)
+	m.flushTime = r.Summary("sync_processor_queue_flush_time_ms", "Time to commit one batch of log entries, fsync included, in ms.", true)
+	m.propagation = r.Summary("propagation_latency", "Time from the leader stamping a request to its apply here, in ms (clocks compared across members).", true)
+	m.snapLoad = r.Summary("startup_snap_load_time", "Time to load the snapshot at start, in ms.", false)
+	m.quorumAck = r.Summary("quorum_ack_latency", "Time from the leader proposing a request to its commit and apply, in ms.", true)
 	m.readLatency = r.Summary("readlatency", "Latency of requests that are not log entries, in ms.", true)
 	m.updateLatency = r.Summary("updatelatency", "Latency of writes through the log, in ms.", true)
-	m.readPerNS = r.SummarySet("read_per_namespace", "Bytes (path and data) read per top-level znode.", false)
-	m.writePerNS = r.SummarySet("write_per_namespace", "Bytes (path and data) written per top-level znode, on the member the client is connected to.", false)
+	m.watchFired = map[int32]*zkmetrics.Summary{
+		jute.EventNodeCreated:         r.Summary("node_created_watch_count", "Watchers notified per node-created trigger.", false),
+		jute.EventNodeDeleted:         r.Summary("node_deleted_watch_count", "Watchers notified per node-deleted trigger.", false),
+		jute.EventNodeDataChanged:     r.Summary("node_changed_watch_count", "Watchers notified per data-changed trigger.", false),
+		jute.EventNodeChildrenChanged: r.Summary("node_children_watch_count", "Watchers notified per children-changed trigger.", false),
+	}
+	m.readPerNS = r.SummarySet("read_per_namespace", "Bytes read per top-level znode: path, data or child names, and 68 for the Stat, as ZooKeeper counts them.", false)
+	m.writePerNS = r.SummarySet("write_per_namespace", "Bytes written per top-level znode: path and data of each node created, set or deleted.", false)
 	return m
 }
 
@@ -65,8 +86,36 @@ func (m *ZKMetrics) Observer() zab.Observer {
 			m.snaps.Inc()
 			m.snapshot.Observe(d.Milliseconds())
 		},
-		Committed:       m.commits.Inc,
-		Proposed:        m.proposals.Inc,
+		Committed: func(leader bool) {
+			if leader {
+				m.commits.Inc()
+			} else {
+				m.commitsRecv.Inc()
+			}
+		},
+		Proposed: func(size int) {
+			m.proposals.Inc()
+			noteSize(&m.lastProposal, &m.minProposal, &m.maxProposal, int64(size))
+		},
+		ProposalReceived: func(n int) { m.proposalsRecv.Add(int64(n)) },
+		Appended: func(n int, d time.Duration) {
+			m.batchSize.Observe(int64(n))
+			m.flushTime.Observe(d.Milliseconds())
+		},
+		Propagated: func(d time.Duration) { m.propagation.Observe(d.Milliseconds()) },
+		Restored: func(d time.Duration, atStart bool) {
+			if atStart {
+				m.snapLoad.Observe(d.Milliseconds())
+			}
+		},
+		QuorumAcked: func(d time.Duration) { m.quorumAck.Observe(d.Milliseconds()) },
+		Leading: func(l bool) {
+			var since int64
+			if l {
+				since = time.Now().UnixNano()
+			}
+			m.leadingSince.Store(since)
+		},
 		ElectionStarted: m.looking.Inc,
 		ElectionDone:    func(d time.Duration) { m.election.Observe(d.Milliseconds()) },
 	}
@@ -74,57 +123,84 @@ func (m *ZKMetrics) Observer() zab.Observer {
 
 // reset clears the registry's counters and summaries and the reply sizes.
 func (m *ZKMetrics) reset() {
-	m.reg.Reset()
-	m.lastResponse.Store(-1)
-	m.minResponse.Store(-1)
-	m.maxResponse.Store(-1)
+	if m.reg != nil {
+		m.reg.Reset()
+	}
+	for _, v := range []*atomic.Int64{&m.lastResponse, &m.minResponse, &m.maxResponse, &m.lastProposal, &m.minProposal, &m.maxProposal} {
+		v.Store(-1)
+	}
 }
 
 // noteResponse records one frame of n bytes, length prefix included.
 func (m *ZKMetrics) noteResponse(n int) {
 	m.responseBytes.Add(int64(n))
-	size := int64(n - 4)
-	m.lastResponse.Store(size)
+	noteSize(&m.lastResponse, &m.minResponse, &m.maxResponse, int64(n-4))
+}
+
+// noteSize records size in ZooKeeper's BufferStats: the last, the
+// smallest and the largest (-1: none yet).
+func noteSize(last, lo, hi *atomic.Int64, size int64) {
+	last.Store(size)
 	for {
-		cur := m.minResponse.Load()
-		if (cur >= 0 && cur <= size) || m.minResponse.CompareAndSwap(cur, size) {
+		cur := lo.Load()
+		if (cur >= 0 && cur <= size) || lo.CompareAndSwap(cur, size) {
 			break
 		}
 	}
 	for {
-		cur := m.maxResponse.Load()
-		if cur >= size || m.maxResponse.CompareAndSwap(cur, size) {
+		cur := hi.Load()
+		if cur >= size || hi.CompareAndSwap(cur, size) {
 			break
 		}
 	}
 }
 
-// notePath records n bytes read or written under path's top-level znode,
-// as ZooKeeper's read_per_namespace and write_per_namespace; the root
-// itself belongs to no namespace.
-func notePath(set *zkmetrics.SummarySet, path string, n int) {
-	ns := strings.TrimPrefix(path, "/")
-	if ns == "" {
-		return
+// statOverhead is what ZooKeeper adds to every read in
+// read_per_namespace for the Stat (DataTree.STAT_OVERHEAD_BYTES).
+const statOverhead = 68
+
+// noteRead records a getData, exists or getChildren of path that returned
+// n bytes of data or child names, as ZooKeeper's DataTree.updateReadStat.
+func (m *ZKMetrics) noteRead(path string, n int) {
+	if ns, ok := topNamespace(path); ok {
+		m.readPerNS.Observe(ns, int64(len(path)+n+statOverhead))
 	}
+}
+
+// topNamespace is path's first component; the root has none.
+func topNamespace(path string) (string, bool) {
+	ns := strings.TrimPrefix(path, "/")
 	if i := strings.IndexByte(ns, '/'); i >= 0 {
 		ns = ns[:i]
 	}
-	set.Observe(ns, int64(n))
+	return ns, ns != ""
 }
 
-// writeBytes is what ZooKeeper counts in write_per_namespace for a write
-// request, its path and data; 0 for other writes, which it does not count.
-func writeBytes(rec any) int {
-	switch r := rec.(type) {
-	case *jute.CreateRequest:
-		return len(r.Path) + len(r.Data)
-	case *jute.CreateTTLRequest:
-		return len(r.Path) + len(r.Data)
-	case *jute.SetDataRequest:
-		return len(r.Path) + len(r.Data)
+// namesLen is the total length of child names.
+func namesLen(kids []string) int {
+	n := 0
+	for _, k := range kids {
+		n += len(k)
 	}
-	return 0
+	return n
+}
+
+// TreeObserver returns the datatree.Observer that feeds
+// write_per_namespace and the node_*_watch_count summaries, for
+// zab.Config.Tree.
+func (m *ZKMetrics) TreeObserver() datatree.Observer {
+	return datatree.Observer{
+		Wrote: func(path string, n int) {
+			if ns, ok := topNamespace(path); ok {
+				m.writePerNS.Observe(ns, int64(n))
+			}
+		},
+		WatchesFired: func(typ int32, n int) {
+			if s := m.watchFired[typ]; s != nil {
+				s.Observe(int64(n))
+			}
+		},
+	}
 }
 
 // EnsembleReporter is an optional Backend extension for an ensemble
@@ -231,6 +307,15 @@ func (s *Server) registerMonitor() {
 	g("synced_non_voting_followers", "Non-voting followers: always 0, zkd has none besides observers.", leader(func(EnsembleStats) float64 { return 0 }))
 	g("synced_observers", "Observers in touch with this leader and caught up.", leader(func(e EnsembleStats) float64 { return float64(e.SyncedObservers) }))
 	g("pending_syncs", "Follower syncs in progress.", leader(func(e EnsembleStats) float64 { return float64(e.PendingSyncs) }))
+	g("leader_uptime", "Time this member has led, in ms.", leader(func(EnsembleStats) float64 {
+		if since := s.zm.leadingSince.Load(); since != 0 {
+			return float64(time.Since(time.Unix(0, since)).Milliseconds())
+		}
+		return 0
+	}))
+	g("last_proposal_size", "Size of the last entry proposed, in bytes (-1: none yet).", leader(func(EnsembleStats) float64 { return float64(s.zm.lastProposal.Load()) }))
+	g("max_proposal_size", "Largest entry proposed, in bytes (-1: none yet).", leader(func(EnsembleStats) float64 { return float64(s.zm.maxProposal.Load()) }))
+	g("min_proposal_size", "Smallest entry proposed, in bytes (-1: none yet).", leader(func(EnsembleStats) float64 { return float64(s.zm.minProposal.Load()) }))
 	r.CounterFunc("large_requests_rejected", "Frames refused for exceeding jute.maxbuffer.", s.stats.largeRequestsRejected.Load)
 	r.CounterFunc("connection_rejected", "Connections refused by maxClientCnxns.", s.stats.connectionRejected.Load)
 	r.CounterFunc("bytes_received_count", "Bytes received from clients.", s.stats.bytesReceived.Load)

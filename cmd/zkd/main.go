@@ -241,7 +241,7 @@ func run(c *zooCfg, log *zap.Logger) error {
 		}
 	}
 	zm := server.NewZKMetrics()
-	nc.Observer, sc.Metrics = zm.Observer(), zm
+	nc.Observer, nc.Tree.Observer, sc.Metrics = zm.Observer(), zm.TreeObserver(), zm
 	start := time.Now()
 	node, err := quorum.Open(qc, nc)
 	if err != nil {
