@@ -24,11 +24,7 @@ import (
 func TestZkdReportsZooKeeperKeys(t *testing.T) {
 	absent := absentInDocs(t)
 	port := zkproc.FreePort(t)
-	got, sa := byRole(t, zkproc.KindZkd, zkproc.Options{AdminServer: true, ExtraCfg: map[string]string{
-		"metricsProvider.className": "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider",
-		"metricsProvider.httpHost":  "127.0.0.1",
-		"metricsProvider.httpPort":  strconv.Itoa(port),
-	}})
+	got, sa := byRole(t, zkproc.KindZkd, zkproc.Options{AdminServer: true, ExtraCfg: prometheusCfg(port)})
 	reported := map[string]bool{} // metrics zkd reported in some role
 	for _, role := range roles {
 		want := readRecorded(t, role)
@@ -53,6 +49,15 @@ func TestZkdReportsZooKeeperKeys(t *testing.T) {
 	checkValues(t, got)
 	checkAdmin(t, sa, absent)
 	checkPrometheus(t, port, absent)
+}
+
+// prometheusCfg turns on the Prometheus endpoint on 127.0.0.1:port.
+func prometheusCfg(port int) map[string]string {
+	return map[string]string{
+		"metricsProvider.className": "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider",
+		"metricsProvider.httpHost":  "127.0.0.1",
+		"metricsProvider.httpPort":  strconv.Itoa(port),
+	}
 }
 
 func countIn(want, have []string) int {
