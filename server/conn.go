@@ -285,8 +285,11 @@ func (c *conn) logReadError(err error) {
 			zap.Int32("length", fl.n), zap.Int("maxBuffer", c.s.cfg.MaxBuffer))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		c.logger().Warn("frame rejected: truncated, closing connection", zap.Error(err))
-	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, io.EOF):
+		c.s.zm.connectionDrops.Inc()
 		c.logger().Debug("client closed connection")
+	case errors.Is(err, net.ErrClosed):
+		c.logger().Debug("connection closed")
 	default:
 		c.logger().Debug("read failed, closing connection", zap.Error(err))
 	}
@@ -309,6 +312,9 @@ func (c *conn) writeDirect(frame []byte) error {
 func (c *conn) handshake() bool {
 	frame, err := c.readFrame()
 	if err != nil {
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			c.s.zm.sessionlessExpired.Inc()
+		}
 		c.logReadError(err)
 		return false
 	}

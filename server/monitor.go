@@ -37,6 +37,9 @@ type ZKMetrics struct {
 	readLatency, updateLatency *zkmetrics.Summary
 	connectionRequests         *zkmetrics.Counter
 	responseBytes              *zkmetrics.Counter
+	connectionDrops            *zkmetrics.Counter
+	sessionlessExpired         *zkmetrics.Counter
+	sessionsExpired            *zkmetrics.Counter
 	readPerNS, writePerNS      *zkmetrics.SummarySet
 	watchFired                 map[int32]*zkmetrics.Summary // by event type
 	// Sizes of replies sent, without their length prefix, as ZooKeeper's
@@ -57,6 +60,9 @@ func NewZKMetrics() *ZKMetrics {
 	m.looking = r.Counter("looking_count", "Times this ensemble member went looking for a leader.")
 	m.connectionRequests = r.Counter("connection_request_count", "Client connections accepted.")
 	m.responseBytes = r.Counter("response_bytes", "Bytes of replies and events sent to clients, length prefixes included.")
+	m.connectionDrops = r.Counter("connection_drop_count", "Connections the client closed (end of stream on read).")
+	m.sessionlessExpired = r.Counter("sessionless_connections_expired", "Connections closed for sending no connect request within the session timeout.")
+	m.sessionsExpired = r.Counter("stale_sessions_expired", "Sessions this member expired as leader (or standalone) for missing their timeout.")
 	m.fsync = r.Summary("fsynctime", "Duration of each fsync of the log's write-ahead log, in ms.", false)
 	m.snapshot = r.Summary("snapshottime", "Duration of each snapshot, in ms.", false)
 	m.election = r.Summary("election_time", "Time an ensemble member went without a leader, in ms.", false)
@@ -98,6 +104,7 @@ func (m *ZKMetrics) Observer() zab.Observer {
 			noteSize(&m.lastProposal, &m.minProposal, &m.maxProposal, int64(size))
 		},
 		ProposalReceived: func(n int) { m.proposalsRecv.Add(int64(n)) },
+		SessionsExpired:  func(n int) { m.sessionsExpired.Add(int64(n)) },
 		Appended: func(n int, d time.Duration) {
 			m.batchSize.Observe(int64(n))
 			m.flushTime.Observe(d.Milliseconds())

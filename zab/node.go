@@ -656,6 +656,9 @@ func (n *Node) leaderLoop() {
 				continue
 			}
 			if ids := n.tracker.Expired(); len(ids) > 0 {
+				if n.cfg.Observer.SessionsExpired != nil {
+					n.cfg.Observer.SessionsExpired(len(ids))
+				}
 				for _, id := range ids {
 					n.log.Info("session expired", zap.String("session", fmt.Sprintf("0x%x", id)))
 				}

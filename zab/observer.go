@@ -46,6 +46,9 @@ type Observer struct {
 	// tells the one loaded when the node opened from one written later
 	// by the leader (InstallSnapshot).
 	Restored func(d time.Duration, atStart bool)
+	// SessionsExpired gets the number of sessions the leader (or a
+	// standalone node) found past their timeout at a tick.
+	SessionsExpired func(n int)
 	// Leading is called when this member starts (true) or stops (false)
 	// leading.
 	Leading func(bool)
