@@ -21,13 +21,14 @@ type ZKMetrics struct {
 	reg *zkmetrics.Registry
 
 	// From the log (Observer).
-	fsync, snapshot, election  *zkmetrics.Summary
-	commits, proposals, snaps  *zkmetrics.Counter
-	looking                    *zkmetrics.Counter
-	commitsRecv, proposalsRecv *zkmetrics.Counter
-	quorumAck                  *zkmetrics.Summary
-	batchSize, flushTime       *zkmetrics.Summary
-	propagation, snapLoad      *zkmetrics.Summary
+	fsync, snapshot, election    *zkmetrics.Summary
+	commits, proposals, snaps    *zkmetrics.Counter
+	looking                      *zkmetrics.Counter
+	commitsRecv, proposalsRecv   *zkmetrics.Counter
+	quorumAck                    *zkmetrics.Summary
+	batchSize, flushTime         *zkmetrics.Summary
+	propagation, snapLoad        *zkmetrics.Summary
+	dbInit, txnsLoad, txnsLoaded *zkmetrics.Summary
 	// Leader figures: proposal sizes (-1 until the first, as ZooKeeper's
 	// BufferStats) and when leadership began (unix ns; 0: not leading).
 	lastProposal, minProposal, maxProposal atomic.Int64
@@ -70,6 +71,9 @@ func NewZKMetrics() *ZKMetrics {
 	m.flushTime = r.Summary("sync_processor_queue_flush_time_ms", "Time to commit one batch of log entries, fsync included, in ms.", true)
 	m.propagation = r.Summary("propagation_latency", "Time from the leader stamping a request to its apply here, in ms (clocks compared across members).", true)
 	m.snapLoad = r.Summary("startup_snap_load_time", "Time to load the snapshot at start, in ms.", false)
+	m.dbInit = r.Summary("dbinittime", "Time from opening the log at start until every entry it held was applied, in ms.", false)
+	m.txnsLoad = r.Summary("startup_txns_load_time", "Time from loading the snapshot at start until the log it held was applied, in ms.", false)
+	m.txnsLoaded = r.Summary("startup_txns_loaded", "Log entries replayed at start on top of the snapshot.", false)
 	m.quorumAck = r.Summary("quorum_ack_latency", "Time from the leader proposing a request to its commit and apply, in ms.", true)
 	m.readLatency = r.Summary("readlatency", "Latency of requests that are not log entries, in ms.", true)
 	m.updateLatency = r.Summary("updatelatency", "Latency of writes through the log, in ms.", true)
@@ -110,6 +114,11 @@ func (m *ZKMetrics) Observer() zab.Observer {
 			m.flushTime.Observe(d.Milliseconds())
 		},
 		Propagated: func(d time.Duration) { m.propagation.Observe(d.Milliseconds()) },
+		Loaded: func(total, replay time.Duration, entries uint64) {
+			m.dbInit.Observe(total.Milliseconds())
+			m.txnsLoad.Observe(replay.Milliseconds())
+			m.txnsLoaded.Observe(int64(entries))
+		},
 		Restored: func(d time.Duration, atStart bool) {
 			if atStart {
 				m.snapLoad.Observe(d.Milliseconds())

@@ -284,6 +284,11 @@ func Open(cfg Config) (*Node, error) {
 			return nil, fmt.Errorf("zab: bootstrap in %s: %w", cfg.Dir, err)
 		}
 	}
+	lastAtOpen, err := st.LastIndex()
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("zab: read the log in %s: %w", cfg.Dir, err)
+	}
 	r, err := raft.NewRaft(rc, n.fsm, st, st, snaps, transport)
 	if err != nil {
 		st.Close()
@@ -294,6 +299,7 @@ func Open(cfg Config) (*Node, error) {
 	if !n.standalone {
 		n.observeElections()
 	}
+	n.observeLoad(lastAtOpen)
 	n.wg.Add(2)
 	go n.leaderLoop()
 	go n.completeLoop()

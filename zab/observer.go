@@ -1,6 +1,7 @@
 package zab
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -49,6 +50,11 @@ type Observer struct {
 	// SessionsExpired gets the number of sessions the leader (or a
 	// standalone node) found past their timeout at a tick.
 	SessionsExpired func(n int)
+	// Loaded is called once after start, when every entry the log held
+	// at start has been applied (in an ensemble that waits for a leader's
+	// commit index): the time since the node opened, the time since the
+	// snapshot was loaded, and how many entries were replayed on top of it.
+	Loaded func(total, replay time.Duration, entries uint64)
 	// Leading is called when this member starts (true) or stops (false)
 	// leading.
 	Leading func(bool)
@@ -132,5 +138,33 @@ func (n *Node) observeElections() {
 				}
 			}
 		}
+	}()
+}
+
+// observeLoad reports Observer.Loaded once raft has applied the log up to
+// last, its last index at start. Raft applies asynchronously and offers no
+// notification for it, so this polls the applied index.
+func (n *Node) observeLoad(last uint64) {
+	if n.cfg.Observer.Loaded == nil {
+		return
+	}
+	restored := time.Now()
+	var snapIndex uint64
+	if s, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
+		snapIndex = s
+	}
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for n.raft.AppliedIndex() < last {
+			select {
+			case <-n.stop:
+				return
+			case <-tick.C:
+			}
+		}
+		n.cfg.Observer.Loaded(time.Since(n.opened), time.Since(restored), last-min(snapIndex, last))
 	}()
 }

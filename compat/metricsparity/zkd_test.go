@@ -78,7 +78,7 @@ var sameAsZooKeeper = []string{
 	"zk_cnt_node_changed_watch_count", "zk_sum_node_changed_watch_count",
 	"zk_cnt_node_children_watch_count", "zk_sum_node_children_watch_count",
 	"zk_cnt_node_created_watch_count", "zk_cnt_node_deleted_watch_count",
-	"zk_local_sessions", "zk_quorum_size",
+	"zk_local_sessions", "zk_quorum_size", "zk_cnt_dbinittime",
 	"zk_peer_state", "zk_server_state", "zk_ephemerals_count", "zk_watch_count",
 }
 
