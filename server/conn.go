@@ -897,6 +897,7 @@ func nonNil(v []string) []string {
 // apply goroutine; it never blocks.
 func (c *conn) Notify(ev jute.WatcherEvent) {
 	frame := encodeReply(jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1}, &ev)
+	c.s.zm.watchBytes.Add(int64(len(frame) - 4))
 	c.out.Lock()
 	if c.out.sealed {
 		c.out.Unlock()
@@ -992,7 +993,7 @@ func (c *conn) writeLoop() {
 			c.s.stats.packetsSent.Add(int64(len(batch)))
 			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
 			for _, f := range batch {
-				c.s.zm.noteResponse(len(f))
+				c.s.zm.noteResponse(f)
 				if _, err := bw.Write(f); err != nil {
 					c.logger().Debug("write failed, closing connection", zap.Error(err))
 					c.close("write failed")

@@ -66,6 +66,7 @@ func (c *conn) serveFourLetter(word string) {
 	c.br.Discard(4)
 	c.recv.Add(1)
 	c.s.stats.packetsReceived.Add(1)
+	c.s.stats.bytesReceived.Add(4) // ZooKeeper counts the word's bytes as read
 	var out string
 	switch {
 	case !c.s.FourLetterAllowed(word):

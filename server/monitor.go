@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,7 @@ type ZKMetrics struct {
 	connectionRequests         *zkmetrics.Counter
 	responseBytes              *zkmetrics.Counter
 	connectionDrops            *zkmetrics.Counter
+	watchBytes                 *zkmetrics.Counter
 	sessionlessExpired         *zkmetrics.Counter
 	sessionsExpired            *zkmetrics.Counter
 	readPerNS, writePerNS      *zkmetrics.SummarySet
@@ -60,7 +62,8 @@ func NewZKMetrics() *ZKMetrics {
 	m.snaps = r.Counter("snap_count", "Snapshots written.")
 	m.looking = r.Counter("looking_count", "Times this ensemble member went looking for a leader.")
 	m.connectionRequests = r.Counter("connection_request_count", "Client connections accepted.")
-	m.responseBytes = r.Counter("response_bytes", "Bytes of replies and events sent to clients, length prefixes included.")
+	m.responseBytes = r.Counter("response_bytes", "Bytes of replies sent to clients, without length prefixes or watch events.")
+	m.watchBytes = r.Counter("watch_bytes", "Bytes of watch events sent to clients, without length prefixes.")
 	m.connectionDrops = r.Counter("connection_drop_count", "Connections the client closed (end of stream on read).")
 	m.sessionlessExpired = r.Counter("sessionless_connections_expired", "Connections closed for sending no connect request within the session timeout.")
 	m.sessionsExpired = r.Counter("stale_sessions_expired", "Sessions this member expired as leader (or standalone) for missing their timeout.")
@@ -147,10 +150,15 @@ func (m *ZKMetrics) reset() {
 	}
 }
 
-// noteResponse records one frame of n bytes, length prefix included.
-func (m *ZKMetrics) noteResponse(n int) {
-	m.responseBytes.Add(int64(n))
-	noteSize(&m.lastResponse, &m.minResponse, &m.maxResponse, int64(n-4))
+// noteResponse records one frame sent, length prefix included: its size
+// without the prefix, and for a reply (not a watch event, which
+// watch_bytes counts) the bytes, as ZooKeeper's response_bytes.
+func (m *ZKMetrics) noteResponse(frame []byte) {
+	size := int64(len(frame) - 4)
+	if len(frame) < 8 || int32(binary.BigEndian.Uint32(frame[4:8])) != jute.XidNotification {
+		m.responseBytes.Add(size)
+	}
+	noteSize(&m.lastResponse, &m.minResponse, &m.maxResponse, size)
 }
 
 // noteSize records size in ZooKeeper's BufferStats: the last, the
