@@ -40,7 +40,10 @@
 // a method returning a struct or key/value list (Stats, Conns, Monitor,
 // Conf, Environment, WatchSummary, …), which AdminHandler also serves as
 // ZooKeeper's AdminServer JSON and Collector exports to Prometheus under
-// ZooKeeper's metric names, so all three agree.
+// ZooKeeper's metric names, so all three agree. mntr, the admin monitor
+// command and Collector render one registry (ZKMetrics over the zkmetrics
+// package): figures the server measures itself, and those zab.Observer and
+// datatree.Observer feed from the log and the tree (monitor.go).
 //
 // # Lock order
 //
