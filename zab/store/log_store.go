@@ -213,15 +213,6 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	s.lastCommitLatency.Store(int64(took))
 	s.appends.Add(1)
 	s.appendedEntries.Add(uint64(len(logs)))
-	if s.onAppend != nil {
-		commands := 0
-		for _, l := range logs {
-			if l.Type == raft.LogCommand {
-				commands++
-			}
-		}
-		s.onAppend(len(logs), commands, took)
-	}
 	s.appendedBytes.Add(dataBytes)
 	for {
 		f := s.first.Load()
@@ -240,6 +231,15 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 		if s.last.CompareAndSwap(l, hi) {
 			break
 		}
+	}
+	if s.onAppend != nil {
+		commands := 0
+		for _, l := range logs {
+			if l.Type == raft.LogCommand {
+				commands++
+			}
+		}
+		s.onAppend(len(logs), commands, took)
 	}
 	return nil
 }
