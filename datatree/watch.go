@@ -1,6 +1,7 @@
 package datatree
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/zkd/zkd/jute"
@@ -413,40 +414,37 @@ func (t *Tree) WatchCount() int {
 	return t.dataW.count + t.childW.count
 }
 
-// WatchesByPath returns, for wchp, every watched path with its watchers
-// (data and child tables merged, each watcher once).
+// DataWatchCount returns the (path, watcher) pairs of the data-watch table
+// (getData, exists and persistent watches), the "Total watches" of wchs.
+// ZooKeeper 3.8's wchs, wchc and wchp read its data WatchManager only, so a
+// child watch never shows there and a session holding a data and a child
+// watch on one path counts once.
+func (t *Tree) DataWatchCount() int {
+	t.wmu.Lock()
+	defer t.wmu.Unlock()
+	return t.dataW.count
+}
+
+// WatchesByPath returns, for wchp, every path of the data-watch table with
+// its watchers (see DataWatchCount for why child watches are left out).
 func (t *Tree) WatchesByPath() map[string][]Watcher {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	out := make(map[string][]Watcher)
-	for _, wt := range []*watchTable{&t.dataW, &t.childW} {
-		for p, ws := range wt.byPath {
-			ws.each(func(w Watcher, _ int32) {
-				if !slices.Contains(out[p], w) {
-					out[p] = append(out[p], w)
-				}
-			})
-		}
+	out := make(map[string][]Watcher, len(t.dataW.byPath))
+	for p, ws := range t.dataW.byPath {
+		ws.each(func(w Watcher, _ int32) { out[p] = append(out[p], w) })
 	}
 	return out
 }
 
-// WatchesByWatcher returns, for wchc, each watcher's watched paths, sorted
-// (data and child tables merged).
+// WatchesByWatcher returns, for wchc, each watcher's paths in the data-watch
+// table, sorted (see DataWatchCount for why child watches are left out).
 func (t *Tree) WatchesByWatcher() map[Watcher][]string {
 	t.wmu.Lock()
 	defer t.wmu.Unlock()
-	out := make(map[Watcher][]string)
-	for _, wt := range []*watchTable{&t.dataW, &t.childW} {
-		for w, ps := range wt.byWatcher {
-			for p := range ps {
-				out[w] = append(out[w], p)
-			}
-		}
-	}
-	for w, ps := range out {
-		slices.Sort(ps)
-		out[w] = slices.Compact(ps)
+	out := make(map[Watcher][]string, len(t.dataW.byWatcher))
+	for w, ps := range t.dataW.byWatcher {
+		out[w] = slices.Sorted(maps.Keys(ps))
 	}
 	return out
 }

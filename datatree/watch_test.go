@@ -294,6 +294,19 @@ func TestRemoveWatcherAndListings(t *testing.T) {
 	if got := tr.WatchCount(); got != 5 {
 		t.Fatalf("WatchCount %d, want 5 (a persistent watch sits in both tables)", got)
 	}
+	// The listings and DataWatchCount read the data table only, as
+	// ZooKeeper's wchc, wchp and wchs do: w2's child watch is not there.
+	if got := tr.DataWatchCount(); got != 3 {
+		t.Fatalf("DataWatchCount %d, want 3", got)
+	}
+	if byW := tr.WatchesByWatcher(); len(byW[w2]) != 0 {
+		t.Fatalf("WatchesByWatcher lists a child watch: %v", byW[w2])
+	}
+	tr.GetData("/a", nil, w2)
+	tr.GetChildren("/a", nil, w1)
+	if got := tr.DataWatchCount(); got != 4 {
+		t.Fatalf("DataWatchCount %d, want 4 (a child watch beside a data watch counts once)", got)
+	}
 	byW := tr.WatchesByWatcher()
 	if !slices.Equal(byW[w1], []string{"/a", "/b", "/c"}) || !slices.Equal(byW[w2], []string{"/a"}) {
 		t.Fatalf("WatchesByWatcher %v", byW)
@@ -304,7 +317,7 @@ func TestRemoveWatcherAndListings(t *testing.T) {
 	}
 	tr.RemoveWatcher(w1)
 	h.check()
-	if got := tr.WatchCount(); got != 1 {
+	if got := tr.WatchCount(); got != 2 {
 		t.Fatalf("WatchCount after RemoveWatcher %d", got)
 	}
 	h.create("/b", jute.ModePersistent)

@@ -433,9 +433,9 @@ func (s *Server) Conf() []KeyValue {
 	out := []KeyValue{
 		{"clientPort", strconv.Itoa(port)},
 		{"secureClientPort", "-1"},
-		{"dataDir", s.cfg.DataDir},
+		{"dataDir", snapDirName(s.cfg.DataDir)},
 		{"dataDirSize", strconv.FormatInt(d, 10)},
-		{"dataLogDir", logDir},
+		{"dataLogDir", snapDirName(logDir)},
 		{"dataLogSize", strconv.FormatInt(l, 10)},
 		{"tickTime", ms(s.cfg.TickTime)},
 		{"maxClientCnxns", strconv.Itoa(s.cfg.MaxClientCnxns)},
@@ -449,6 +449,17 @@ func (s *Server) Conf() []KeyValue {
 		out = append(out, KeyValue{k, v})
 	}
 	return out
+}
+
+// snapDirName is how ZooKeeper 3.8 prints a data directory in conf: the
+// version-2 directory its snapshots and logs live in. zkd keeps its Pebble
+// stores directly in dir; the name is ZooKeeper's so that scripts reading
+// conf find the path they expect.
+func snapDirName(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "version-2")
 }
 
 // Dirs backs dirs: the bytes of the files under DataDir and DataLogDir (the
@@ -528,11 +539,13 @@ func osName() string {
 	return runtime.GOOS
 }
 
-// WatchSummary backs wchs.
+// WatchSummary backs wchs. Like ZooKeeper 3.8's, it covers the data-watch
+// table only (getData, exists and persistent watches): child watches do not
+// show, so a path a session watches both ways counts once.
 type WatchSummary struct {
-	Connections int // connections with at least one watch
-	Paths       int // distinct watched paths
-	Watches     int // watch_count
+	Connections int // connections with at least one data watch
+	Paths       int // distinct paths with a data watch
+	Watches     int // (path, connection) pairs of data watches
 }
 
 // WatchSummary returns the watch totals.
@@ -544,7 +557,7 @@ func (s *Server) WatchSummary() WatchSummary {
 	return WatchSummary{
 		Connections: len(t.WatchesByWatcher()),
 		Paths:       len(t.WatchesByPath()),
-		Watches:     t.WatchCount(),
+		Watches:     t.DataWatchCount(),
 	}
 }
 

@@ -50,6 +50,9 @@ func TestFourLetterWords(t *testing.T) {
 	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/n", Acl: openACL, Flags: jute.ModeEphemeral}, &jute.CreateResponse{})
 	c.call(2, jute.OpGetData, &jute.GetDataRequest{Path: "/n", Watch: true}, &jute.GetDataResponse{})
 	c.call(3, jute.OpExists, &jute.ExistsRequest{Path: "/zookeeper", Watch: true}, &jute.ExistsResponse{})
+	// A child watch beside the data watch on /n: ZooKeeper's wchs, wchc
+	// and wchp list the data-watch table only, so it does not show.
+	c.call(4, jute.OpGetChildren, &jute.GetChildrenRequest{Path: "/n", Watch: true}, &jute.GetChildrenResponse{})
 	sid := hexID(c.id)
 	zxid := fmt.Sprintf("0x%x", ts.b.LastZxid())
 
@@ -64,15 +67,15 @@ func TestFourLetterWords(t *testing.T) {
 			`Received: \d+\nSent: \d+\nConnections: 2\nOutstanding: 0\n` +
 			`Zxid: ` + zxid + `\nMode: standalone\nNode count: 6\n`},
 		{"stat", `Zookeeper version: 3\.8\.4-zkd-test, built on 2026-11-21 21:00 UTC\n` +
-			`Clients:\n /127\.0\.0\.1:\d+\[1\]\(queued=0,recved=4,sent=4\)\n /127\.0\.0\.1:\d+\[0\]\(queued=0,recved=1,sent=0\)\n\n` +
+			`Clients:\n /127\.0\.0\.1:\d+\[1\]\(queued=0,recved=5,sent=5\)\n /127\.0\.0\.1:\d+\[0\]\(queued=0,recved=1,sent=0\)\n\n` +
 			`Latency min/avg/max: \d+/\d+\.\d+/\d+\n` +
 			`Received: \d+\nSent: \d+\nConnections: 2\nOutstanding: 0\n` +
 			`Zxid: ` + zxid + `\nMode: standalone\nNode count: 6\n`},
-		{"cons", ` /127\.0\.0\.1:\d+\[1\]\(queued=0,recved=4,sent=4,sid=` + sid +
-			`,lop=EXIS,est=\d+,to=10000,lcxid=0x3,lzxid=` + zxid + `,lresp=\d+,llat=\d+,minlat=\d+,avglat=\d+,maxlat=\d+\)\n` +
+		{"cons", ` /127\.0\.0\.1:\d+\[1\]\(queued=0,recved=5,sent=5,sid=` + sid +
+			`,lop=GETC,est=\d+,to=10000,lcxid=0x4,lzxid=` + zxid + `,lresp=\d+,llat=\d+,minlat=\d+,avglat=\d+,maxlat=\d+\)\n` +
 			` /127\.0\.0\.1:\d+\[0\]\(queued=0,recved=1,sent=0\)\n\n`},
-		{"conf", `clientPort=\d+\nsecureClientPort=-1\ndataDir=` + regexp.QuoteMeta(dir) + `\ndataDirSize=457\n` +
-			`dataLogDir=` + regexp.QuoteMeta(dir) + `\ndataLogSize=457\ntickTime=2000\nmaxClientCnxns=60\n` +
+		{"conf", `clientPort=\d+\nsecureClientPort=-1\ndataDir=` + regexp.QuoteMeta(dir+"/version-2") + `\ndataDirSize=457\n` +
+			`dataLogDir=` + regexp.QuoteMeta(dir+"/version-2") + `\ndataLogSize=457\ntickTime=2000\nmaxClientCnxns=60\n` +
 			`minSessionTimeout=4000\nmaxSessionTimeout=40000\nclientPortListenBacklog=-1\nserverId=3\n`},
 		{"envi", `Environment:\nzookeeper\.version=3\.8\.4-zkd-test, built on 2026-11-21 21:00 UTC\nhost\.name=.*\n(?s:.*)`},
 		{"wchs", `1 connections watching 2 paths\nTotal watches:2\n`},
