@@ -49,6 +49,7 @@ type conn struct {
 	timeout        atomic.Int32 // negotiated session timeout, ms
 	established    atomic.Int64 // ms since the epoch, 0 before the handshake
 	closingSession atomic.Bool  // a closeSession request is in flight
+	lingerExtra    atomic.Int64 // bytes linger reads beyond its 1 MiB: a refused frame's rest
 	readOnly       atomic.Bool  // a read-only session on a member without quorum
 	fourLetter     atomic.Bool  // the connection carries a 4-letter word
 
@@ -112,6 +113,7 @@ type slot struct {
 	fut        *zab.Future // a write's pending result
 	frame      []byte      // a reply computed by the reader
 	code       jute.Code   // an error reply computed at completion
+	body       jute.Record // the body sent with code, if any
 	closeAfter bool        // close the connection after this reply
 	readSeq    uint64      // reads only: position among the connection's reads
 }
@@ -166,7 +168,22 @@ func (c *conn) linger() {
 		return
 	}
 	tc.SetReadDeadline(time.Now().Add(time.Second))
-	io.Copy(io.Discard, io.LimitReader(tc, 1<<20))
+	io.Copy(io.Discard, io.LimitReader(tc, 1<<20+c.lingerExtra.Load()))
+}
+
+// closeAfterWrites ends the connection after a frame over jute.maxbuffer
+// the way ZooKeeper 3.8 does, with a FIN rather than a reset: the queue is
+// sealed, the writer sends what it holds, then lingers, also reading the
+// refused frame's unread bytes (up to its declared length) so that the
+// kernel does not answer them with a reset. Replies still being computed
+// are dropped, as ZooKeeper drops them. Called by the reader, which stops.
+func (c *conn) closeAfterWrites(unread int64) {
+	c.lingerExtra.Store(max(unread, 0))
+	c.out.Lock()
+	c.out.sealed = true
+	c.out.Unlock()
+	c.signal()
+	<-c.done
 }
 
 // guard is deferred by every connection goroutine: a panic closes this
@@ -422,6 +439,9 @@ func (c *conn) readLoop() {
 		}
 		if err != nil {
 			c.logReadError(err)
+			if fl := (errFrameLength{}); errors.As(err, &fl) {
+				c.closeAfterWrites(int64(fl.n))
+			}
 			return
 		}
 		if len(frame) < requestHeaderSize {
@@ -499,7 +519,7 @@ func (c *conn) readLoop() {
 // left for the completer.
 func (c *conn) prepare(sl *slot, body []byte) {
 	rec, ok := jute.NewRequest(sl.op)
-	if !ok {
+	if !ok && sl.op != jute.OpDeleteContainer {
 		c.logger().Warn("unknown opcode, closing connection", zap.Int32("op", sl.op))
 		sl.frame = encodeReply(jute.ReplyHeader{Xid: sl.xid, Zxid: -1, Err: jute.CodeUnimplemented}, nil)
 		sl.closeAfter = true
@@ -533,9 +553,18 @@ func (c *conn) prepare(sl *slot, body []byte) {
 		}
 	case jute.OpMultiRead:
 		if !rec.(*jute.MultiRequest).IsRead() && len(rec.(*jute.MultiRequest).Ops) > 0 {
-			sl.code = jute.CodeMarshallingError
+			// Only writes (a mix of reads and writes failed to decode
+			// above): ZooKeeper 3.8 parses them as a multi, fails on the
+			// first one and answers MarshallingError with the results
+			// gathered so far, none, as its body.
+			sl.code, sl.body = jute.CodeMarshallingError, &jute.MultiResponse{}
 			return
 		}
+	case jute.OpDeleteContainer:
+		// Server-internal: ZooKeeper 3.8 answers a client's
+		// deleteContainer, whatever its body, with BadArguments through
+		// the log (a zxid is consumed) and keeps the connection.
+		reject = jute.CodeBadArguments
 	}
 	if isWrite(sl.op) && c.readOnly.Load() {
 		sl.code = jute.CodeNotReadOnly
@@ -588,7 +617,8 @@ func (c *conn) push(sl *slot) bool {
 func isWrite(op int32) bool {
 	switch op {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
-		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti, jute.OpCheck, jute.OpReconfig:
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti, jute.OpCheck, jute.OpReconfig,
+		jute.OpDeleteContainer:
 		return true
 	}
 	return false
@@ -632,7 +662,7 @@ func (c *conn) finish(sl *slot) bool {
 		c.account(sl, 0)
 		return !sl.closeAfter
 	case sl.code != jute.CodeOK:
-		hdr.Zxid, hdr.Err = c.s.b.LastZxid(), sl.code
+		hdr.Zxid, hdr.Err, body = c.s.b.LastZxid(), sl.code, sl.body
 	case sl.op == jute.OpPing:
 		hdr.Xid, hdr.Zxid = jute.XidPing, c.s.b.LastZxid()
 	case sl.fut != nil:
