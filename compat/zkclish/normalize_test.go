@@ -141,3 +141,15 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+func TestSortACLEntries(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"'digest,'zz:x\n: cdrwa\n'digest,'b:y\n: r\nrest\n", "'digest,'b:y\n: r\n'digest,'zz:x\n: cdrwa\nrest\n"},
+		{"head\n'world,'anyone\n: cdrwa\n", "head\n'world,'anyone\n: cdrwa\n"},
+		{"'digest,'q:1\n: a\nmid\n'digest,'c:2\n: b\n'digest,'a:3\n: c\n", "'digest,'q:1\n: a\nmid\n'digest,'a:3\n: c\n'digest,'c:2\n: b\n"},
+	} {
+		if got := sortACLEntries(tc.in); got != tc.want {
+			t.Errorf("sortACLEntries(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
