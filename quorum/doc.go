@@ -94,8 +94,11 @@
 // through the node's ACL, the super user) is a log entry decided on apply
 // by Reconfig, as ZooKeeper's PrepRequestProcessor decides it (BadVersion,
 // BadArguments, NoAuth); the new text carries version=<hex zxid of the
-// entry>. Before proposing, the leader refuses a change while raft's
-// membership still lags the previous one (ReconfigInProgress) and a change
+// entry>. Before proposing, the leader first finishes carrying out the
+// previous change in raft's membership, waiting up to the hold timeout
+// (syncLimit ticks), so that a reconfig sent right after another's reply
+// is accepted as in ZooKeeper; it refuses a change while the membership
+// still lags after that (ReconfigInProgress) and a change
 // whose new voters are not mostly in touch with it (NewConfigNoQuorum:
 // members that talked to it on the election port within the serving lease,
 // or joiners listening on their election port). After the entry applies,

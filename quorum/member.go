@@ -332,8 +332,8 @@ func (m *Member) membershipPending() bool {
 }
 
 // leaderReconfig runs a reconfig request on the leader: one at a time,
-// refused with ReconfigInProgress while raft's membership still lags an
-// earlier one, only if a majority of the new voters is in touch
+// refused with ReconfigInProgress if raft's membership still lags an
+// earlier one after awaitMembership, only if a majority of the new voters is in touch
 // (NewConfigNoQuorum), then proposed like any write so that its checks
 // (BadVersion, BadArguments, NoAuth) and its result are decided on apply,
 // and finally raft's membership is changed to match. fail reports an
@@ -341,7 +341,7 @@ func (m *Member) membershipPending() bool {
 func (m *Member) leaderReconfig(origin, seq uint64, r *zab.Request, fail func(error)) {
 	m.reconfigMu.Lock()
 	defer m.reconfigMu.Unlock()
-	if m.membershipPending() {
+	if !m.awaitMembership() {
 		fail(jute.CodeReconfigInProgress)
 		return
 	}
@@ -376,6 +376,33 @@ func (m *Member) leaderReconfig(origin, seq uint64, r *zab.Request, fail func(er
 		m.node.WaitApplied(ctx, idx)
 	}
 	m.reconcile()
+}
+
+// awaitMembership waits, for at most HoldTimeout, until raft's membership
+// matches the applied /zookeeper/config, carrying out the change itself;
+// false if it still lags (or this member stopped leading). An earlier
+// reconfig's reply reaches its client once the new configuration applied,
+// possibly before raft's membership followed (or on a new leader when the
+// old one left): ZooKeeper 3.8 accepts a reconfig sent right after
+// another's reply, so zkd finishes the earlier change first rather than
+// answer ReconfigInProgress.
+func (m *Member) awaitMembership() bool {
+	deadline := time.Now().Add(m.timing.HoldTimeout)
+	for m.membershipPending() {
+		if !m.node.IsLeader() || time.Now().After(deadline) {
+			return false
+		}
+		m.reconcile()
+		if !m.membershipPending() {
+			break
+		}
+		select {
+		case <-m.stop:
+			return false
+		case <-time.After(m.timing.HeartbeatTimeout):
+		}
+	}
+	return true
 }
 
 // inTouch reports whether member id is this leader, has talked to it on

@@ -155,3 +155,75 @@ func TestIntegration_ReconfigKazoo(t *testing.T) {
 		t.Fatalf("kazoo reconfig returned %q", out)
 	}
 }
+
+// TestIntegration_ReconfigBackToBack: a reconfig sent right after another
+// one's reply is accepted, as ZooKeeper 3.8 accepts it (go-zk's own
+// TestIncrementalReconfig does this). Each round removes a member and adds
+// it back at once, first a follower, then the leader: the leader that
+// leaves hands over, and the new leader must finish carrying out the first
+// change in raft's membership before the second rather than answer
+// ReconfigInProgress. The client talks to a member that stays.
+func TestIntegration_ReconfigBackToBack(t *testing.T) {
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: 200, ExtraCfg: reconfigCfg})
+	leader := func() int {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for time.Now().Before(deadline) {
+			for i, s := range servers {
+				if out, err := s.FourLetter("srvr"); err == nil && strings.Contains(out, "Mode: leader") {
+					return i
+				}
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		t.Fatal("no member leads")
+		return -1
+	}
+	for _, which := range []string{"follower", "leader"} {
+		l := leader()
+		victim, stay := (l+1)%3, (l+2)%3
+		if which == "leader" {
+			victim, stay = l, (l+1)%3
+		}
+		c, _ := dial(t, 4*time.Second, servers[stay].Addr)
+		if err := c.AddAuth("digest", []byte("super:test")); err != nil {
+			t.Fatal(err)
+		}
+		data, _, err := c.Get("/zookeeper/config")
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := fmt.Sprint(victim + 1)
+		var line string
+		for l := range strings.Lines(string(data)) {
+			if strings.HasPrefix(l, "server."+id+"=") {
+				line = strings.TrimSpace(l)
+			}
+		}
+		if _, err := c.IncrementalReconfig(nil, []string{id}, -1); err != nil {
+			t.Fatalf("remove the %s (member %s): %v", which, id, err)
+		}
+		// Removing the leader changes leaders under the client: a
+		// ConnectionLoss (-4) is retried as clients do, and ZooKeeper
+		// also drops its clients' connections then. ReconfigInProgress
+		// (-14) fails.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err := c.IncrementalReconfig([]string{line}, nil, -1)
+			if err == nil {
+				break
+			}
+			if err.Error() != "unknown error: -4" || time.Now().After(deadline) {
+				t.Fatalf("add the %s (member %s) back right after its removal: %v", which, id, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		if data, _, err := c.Get("/zookeeper/config"); err != nil || !strings.Contains(string(data), line+"\n") {
+			t.Fatalf("/zookeeper/config after adding %q back: %q, %v", line, data, err)
+		}
+		if _, err := c.Create("/after-"+which, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("write after the reconfigs: %v", err)
+		}
+		c.Close()
+	}
+}
