@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -161,6 +162,8 @@ type Node struct {
 	pending sync.Map // uint64 → *Future
 	// standalone is true when this member is the whole cluster.
 	standalone bool
+	// recovery is what Open found on disk; set once in Open.
+	recovery Recovery
 	// applyq feeds completeLoop the raft futures in submit order.
 	applyq chan pendingApply
 
@@ -224,6 +227,9 @@ func Open(cfg Config) (*Node, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(fmt.Sprint(cfg.MyID))
 	rc.Logger = store.NewHCLogger(cfg.Logger.Named("raft"))
+	if cfg.Transport == nil && len(cfg.Servers) <= 1 {
+		rc.Logger = store.NewQuietHCLogger(cfg.Logger.Named("raft"), standaloneElection...)
+	}
 	// One voter: it may elect itself quickly.
 	rc.HeartbeatTimeout = 50 * time.Millisecond
 	rc.ElectionTimeout = 50 * time.Millisecond
@@ -300,11 +306,44 @@ func Open(cfg Config) (*Node, error) {
 		n.observeElections()
 	}
 	n.observeLoad(lastAtOpen)
+	n.recovery = Recovery{Fresh: !has, SnapshotZxid: n.fsm.snapZxid.Load()}
+	if n.recovery.SnapshotZxid >= 0 {
+		n.recovery.SnapshotIndex, _ = strconv.ParseUint(r.Stats()["last_snapshot_index"], 10, 64)
+	}
+	if last := r.LastIndex(); last > n.recovery.SnapshotIndex {
+		n.recovery.LogEntries = last - n.recovery.SnapshotIndex
+	}
 	n.wg.Add(2)
 	go n.leaderLoop()
 	go n.completeLoop()
 	return n, nil
 }
+
+// standaloneElection lists the messages of hashicorp/raft's election that
+// a standalone member logs at Debug (it elects itself on every start).
+var standaloneElection = []string{
+	"initial configuration",
+	"entering follower state",
+	"heartbeat timeout reached, starting election",
+	"entering candidate state",
+	"pre-vote successful, starting election",
+	"election won",
+	"entering leader state",
+}
+
+// Recovery describes how a node's state was rebuilt at Open, for the
+// readiness log line: the snapshot restored (SnapshotZxid -1 and index 0
+// for none; its raft index otherwise) and the raft log entries after it
+// (client writes, session entries and raft's own) that raft replays.
+type Recovery struct {
+	Fresh         bool // no raft state on disk: bootstrapped anew
+	SnapshotZxid  int64
+	SnapshotIndex uint64
+	LogEntries    uint64
+}
+
+// Recovery returns what Open found on disk.
+func (n *Node) Recovery() Recovery { return n.recovery }
 
 // WaitReady blocks until this node leads and has applied every entry of
 // its log, so reads see everything acknowledged before a restart. In an

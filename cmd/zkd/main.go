@@ -269,15 +269,30 @@ func run(c *zooCfg, log *zap.Logger) error {
 		node.Close()
 		return fmt.Errorf("zkd: listen on %s: %w", sc.ClientAddr, err)
 	}
-	log.Info("zkd serving",
-		zap.String("version", zkVersion),
-		zap.String("mode", node.Mode()),
-		zap.Int("members", max(1, len(qc.Peers))),
-		zap.String("client", ln.Addr().String()),
-		zap.String("data", nc.Dir),
-		zap.Int("znodes", node.Tree().NodeCount()),
-		zap.String("zxid", fmt.Sprintf("0x%x", node.LastZxid())),
-		zap.Duration("startup", time.Since(start)))
+	// The readiness line: standalone, now; an ensemble member once it is
+	// in touch with a leader (it listens before, refusing clients).
+	ready := func() {
+		log.Info(readyMessage, append(readyFields(node.Mode(), node.Node().Recovery()),
+			zap.String("version", zkVersion),
+			zap.Int("members", max(1, len(qc.Peers))),
+			zap.String("client", ln.Addr().String()),
+			zap.String("data", nc.Dir),
+			zap.Int("znodes", node.Tree().NodeCount()),
+			zap.String("zxid", fmt.Sprintf("0x%x", node.LastZxid())),
+			zap.Duration("startup", time.Since(start)))...)
+	}
+	readyCtx, readyCancel := context.WithCancel(context.Background())
+	defer readyCancel()
+	if qc.Standalone() {
+		ready()
+	} else {
+		log.Info("zkd listening, waiting for a leader before serving clients", zap.String("client", ln.Addr().String()))
+		go func() {
+			if node.WaitReady(readyCtx) == nil {
+				ready()
+			}
+		}()
+	}
 
 	var https []*http.Server
 	if c.AdminEnable {

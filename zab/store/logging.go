@@ -44,11 +44,25 @@ func NewHCLogger(l *zap.Logger) hclog.Logger {
 	return &hcLogger{z: l.WithOptions(zap.AddCallerSkip(2)), level: lv}
 }
 
+// NewQuietHCLogger is NewHCLogger with the messages in quiet logged at
+// Debug whatever their level: a standalone member's raft elects its only
+// voter on every start, and "heartbeat timeout reached, starting election"
+// at WARN reads as trouble to an operator when it is routine.
+func NewQuietHCLogger(l *zap.Logger, quiet ...string) hclog.Logger {
+	h := NewHCLogger(l).(*hcLogger)
+	h.quiet = make(map[string]bool, len(quiet))
+	for _, m := range quiet {
+		h.quiet[m] = true
+	}
+	return h
+}
+
 type hcLogger struct {
 	z       *zap.Logger
 	name    string
 	implied []interface{}
-	level   *atomic.Int32 // hclog.Level; NoLevel defers to z
+	level   *atomic.Int32   // hclog.Level; NoLevel defers to z
+	quiet   map[string]bool // messages logged at Debug; read-only
 }
 
 var _ hclog.Logger = (*hcLogger)(nil)
@@ -104,6 +118,9 @@ func fields(args []interface{}) []zap.Field {
 }
 
 func (h *hcLogger) Log(level hclog.Level, msg string, args ...interface{}) {
+	if h.quiet[msg] && level > hclog.Debug {
+		level = hclog.Debug
+	}
 	if !h.enabled(level) {
 		return
 	}

@@ -153,3 +153,30 @@ func TestHCLogFmtArgument(t *testing.T) {
 		t.Fatalf("servers = %#v, want \"[1 2]\"", got)
 	}
 }
+
+func TestQuietHCLogger(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		zap   zapcore.Level
+		msg   string
+		level hclog.Level
+		want  int // entries written
+		at    zapcore.Level
+	}{
+		{"quiet warn at info", zap.InfoLevel, "election won", hclog.Warn, 0, 0},
+		{"quiet warn at debug", zap.DebugLevel, "election won", hclog.Warn, 1, zap.DebugLevel},
+		{"quiet trace stays", zap.DebugLevel, "election won", hclog.Trace, 1, zap.DebugLevel},
+		{"other warn", zap.InfoLevel, "failed to contact", hclog.Warn, 1, zap.WarnLevel},
+	} {
+		core, logs := observer.New(tc.zap)
+		h := NewQuietHCLogger(zap.New(core), "election won").Named("raft").With("k", "v")
+		h.Log(tc.level, tc.msg)
+		if logs.Len() != tc.want {
+			t.Errorf("%s: %d entries, want %d", tc.name, logs.Len(), tc.want)
+			continue
+		}
+		if tc.want > 0 && logs.All()[0].Level != tc.at {
+			t.Errorf("%s: logged at %v, want %v", tc.name, logs.All()[0].Level, tc.at)
+		}
+	}
+}
