@@ -67,6 +67,9 @@ func main() {
 	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	level, format := logSettings(cfg, *logLevel, *logFormat, set["log-level"], set["log-format"])
 	log, err := newLogger(level, format)
+	if err == nil {
+		log, err = toLogFile(log, cfg, level, format)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "zkd:", err)
 		os.Exit(2)
@@ -92,9 +95,18 @@ func logSettings(c *zooCfg, flagLevel, flagFormat string, levelSet, formatSet bo
 }
 
 func newLogger(level, format string) (*zap.Logger, error) {
+	zc, err := zapConfig(level, format)
+	if err != nil {
+		return nil, err
+	}
+	return zc.Build()
+}
+
+// zapConfig is the logger configuration for a level and format.
+func zapConfig(level, format string) (zap.Config, error) {
 	lvl, err := zapcore.ParseLevel(level)
 	if err != nil {
-		return nil, fmt.Errorf("log level %q: %w", level, err)
+		return zap.Config{}, fmt.Errorf("log level %q: %w", level, err)
 	}
 	var zc zap.Config
 	switch format {
@@ -106,14 +118,14 @@ func newLogger(level, format string) (*zap.Logger, error) {
 		zc.DisableStacktrace = true
 		zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	default:
-		return nil, fmt.Errorf("log format %q: want console or json", format)
+		return zap.Config{}, fmt.Errorf("log format %q: want console or json", format)
 	}
 	// Readable at 3 a.m. in both formats: ISO 8601 times and durations
 	// as "12.5ms" rather than float seconds.
 	zc.EncoderConfig.EncodeTime = zapcore.ISO8601TimeEncoder
 	zc.EncoderConfig.EncodeDuration = zapcore.StringDurationEncoder
 	zc.Level = zap.NewAtomicLevelAt(lvl)
-	return zc.Build()
+	return zc, nil
 }
 
 // configs turns a zoo.cfg into the ensemble's, the node's and the
