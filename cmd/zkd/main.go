@@ -42,10 +42,16 @@ func main() {
 	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error (overrides zoo.cfg zkd.log.level)")
 	logFormat := flag.String("log-format", "console", "log format: console or json (overrides zoo.cfg zkd.log.format)")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: zkd [flags] [zoo.cfg]\n       zkd import -from ZK_DATADIR [-from-log ZK_DATALOGDIR] zoo.cfg\n       zkd export -to DIR zoo.cfg\n\nWithout zoo.cfg, zkd runs standalone on :2181 with data in ./zkd-data.\n\n")
+		fmt.Fprintf(os.Stderr, "usage: zkd [flags] [zoo.cfg]\n       zkd import -from ZK_DATADIR [-from-log ZK_DATALOGDIR] zoo.cfg\n       zkd export -to DIR zoo.cfg\n"+
+			"       zkd version\n       zkd status [zoo.cfg]\n\n"+
+			"Without zoo.cfg, zkd runs standalone on :2181 with data in ./zkd-data.\n"+
+			"status prints the member's mode as zkServer.sh status does.\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	if code, ok := subcommand(flag.Args(), os.Stdout, os.Stderr); ok {
+		os.Exit(code)
+	}
 	var (
 		cfg *zooCfg
 		err error
