@@ -19,7 +19,9 @@
 // digest addAuth as one of three users; whoAmI; ACLs with the world,
 // digest, auth and ip schemes (and invalid ids, empty lists); and
 // closeSession followed later by a new session in the same slot; multis
-// that are empty, hold only reads, or mix reads in. Paths come from a
+// that are empty, hold only reads, or mix reads in; multiReads that hold
+// only writes or mix a write in; and a client's deleteContainer (opcode 20,
+// which only ZooKeeper's own container sweep sends). Paths come from a
 // small set under the run's root (root, a, b, c, a/x, a/y, b/x, a/x/q, the
 // first names of root/s sequentials, a path under a missing parent), plus
 // malformed paths and ZooKeeper's /zookeeper nodes, so that operations
@@ -119,7 +121,14 @@
 //     (s0 multi [getData /R/a]).
 //  4. A multi (opcode 14) mixing writes and reads: MarshallingError, with
 //     a fresh zxid in the reply (the refused request consumed one).
-//  5. Outside the generated scripts: getAllChildrenNumber of the empty
+//  5. A client's deleteContainer (opcode 20): ZooKeeper 3.8 answers
+//     BadArguments through its log (a fresh zxid), whatever the path and
+//     body, and keeps the connection; zkd answered Unimplemented and
+//     closed it (s0 deleteContainer /R).
+//  6. A multiRead (opcode 22) holding only writes: MarshallingError with an
+//     empty multi response as its body (compat/corners pins it, and the
+//     other corners found outside the scripts, against the real server).
+//  7. Outside the generated scripts: getAllChildrenNumber of the empty
 //     path counts ZooKeeper's "/" alias of the root (its node table holds
 //     the root as both "" and "/"), one more than for "/".
 package diff

@@ -390,6 +390,9 @@ func (r *runner) request(op Op) (int32, jute.Record) {
 		return jute.OpGetAllChildrenNumber, &jute.GetAllChildrenNumberRequest{Path: p}
 	case KWhoAmI:
 		return jute.OpWhoAmI, nil
+	case KDeleteContainer:
+		// ZooKeeper's DeleteContainerRequest is a path alone, as sync's.
+		return jute.OpDeleteContainer, &jute.SyncRequest{Path: p}
 	case KMulti, KMultiRead:
 		m := &jute.MultiRequest{}
 		for _, s := range op.Sub {

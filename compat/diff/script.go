@@ -35,8 +35,11 @@ const (
 	KAllChildren   Kind = "getAllChildrenNumber"
 	KAuth          Kind = "addAuth" // digest auth as Data ("user:password")
 	KWhoAmI        Kind = "whoAmI"  // the session's authenticated identities
-	KOpen          Kind = "open"    // open a new session in the slot
-	KClose         Kind = "close"   // closeSession on the slot
+	// KDeleteContainer is a client's deleteContainer of Path (opcode 20,
+	// which only ZooKeeper's container sweep sends).
+	KDeleteContainer Kind = "deleteContainer"
+	KOpen            Kind = "open"  // open a new session in the slot
+	KClose           Kind = "close" // closeSession on the slot
 )
 
 // Op is one step of a script, sent on session slot Session. Paths are
@@ -318,8 +321,10 @@ func (g *gen) op() Op {
 		return Op{Kind: KGetEphemerals, Path: []string{"", "a", "s"}[g.r.IntN(3)]}
 	case n < 88:
 		return Op{Kind: KAllChildren, Path: g.shallow()}
-	case n < 97:
+	case n < 96:
 		return Op{Kind: KAuth, Data: users[g.r.IntN(len(users))]}
+	case n < 97:
+		return Op{Kind: KDeleteContainer, Path: g.shallow()}
 	case n < 98:
 		return Op{Kind: KWhoAmI}
 	default:
@@ -361,6 +366,10 @@ func (g *gen) multi() Op {
 
 func (g *gen) multiRead() Op {
 	op := Op{Kind: KMultiRead}
+	if g.r.IntN(10) == 0 { // only writes, sent as a multiRead
+		op.Sub = []Op{{Kind: KDelete, Path: g.victim(), Version: -1}}
+		return op
+	}
 	if g.r.IntN(30) == 0 { // a write inside a multiRead
 		op.Sub = append(op.Sub, Op{Kind: KSetData, Path: g.shallow(), Version: -1})
 	}

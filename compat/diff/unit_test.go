@@ -39,8 +39,12 @@ func TestGenerate_Coverage(t *testing.T) {
 	schemes := map[string]bool{}
 	versions := map[int32]bool{}
 	var visit func(o Op)
+	writesOnlyMultiRead := false
 	visit = func(o Op) {
 		kinds[o.Kind] = true
+		if o.Kind == KMultiRead && len(o.Sub) > 0 && !slices.ContainsFunc(o.Sub, func(s Op) bool { return s.Kind == KGetData || s.Kind == KGetChildren }) {
+			writesOnlyMultiRead = true
+		}
 		if o.Kind == KCreate {
 			codes[o.Code], modes[o.Mode] = true, true
 		}
@@ -81,10 +85,13 @@ func TestGenerate_Coverage(t *testing.T) {
 	}
 	for _, k := range []Kind{KCreate, KDelete, KSetData, KSetACL, KExists, KGetData, KGetChildren, KGetChildren2,
 		KGetACL, KMulti, KMultiRead, KSync, KAddWatch, KCheckWatches, KRemoveWatches, KGetEphemerals,
-		KAllChildren, KAuth, KWhoAmI, KOpen, KClose, "check"} {
+		KAllChildren, KAuth, KWhoAmI, KOpen, KClose, "check", KDeleteContainer} {
 		if !kinds[k] {
 			t.Errorf("no %s step in 30 seeds", k)
 		}
+	}
+	if !writesOnlyMultiRead {
+		t.Error("no multiRead holding only writes in 30 seeds")
 	}
 	for _, c := range []int32{jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL} {
 		if !codes[c] {
