@@ -333,6 +333,12 @@ func (c *conn) handshake() bool {
 			c.s.zm.sessionlessExpired.Inc()
 		}
 		c.logReadError(err)
+		if fl := (errFrameLength{}); errors.As(err, &fl) {
+			// A FIN, not a reset, as ZooKeeper 3.8 (see closeAfterWrites);
+			// no writer runs yet, so linger here.
+			c.lingerExtra.Store(max(int64(fl.n), 0))
+			c.linger()
+		}
 		return false
 	}
 	var req jute.ConnectRequest

@@ -219,3 +219,40 @@ func TestIntegration_ProtocolCorners(t *testing.T) {
 		})
 	}
 }
+
+// TestIntegration_OversizeConnect: a first frame (the connect request)
+// over jute.maxbuffer, or with a negative length, is refused with a clean
+// close too.
+func TestIntegration_OversizeConnect(t *testing.T) {
+	zk := zkproc.StartZooKeeper(t, zkproc.Options{})
+	zkd := zkproc.StartZkd(t, zkproc.Options{})
+	for _, tc := range []struct {
+		name string
+		raw  []byte
+	}{
+		{"one byte over", frameOf(maxBuf+1, maxBuf+1)},
+		{"header only", frameOf(maxBuf+1, 8)},
+		{"negative", frameOf(-1, 8)},
+	} {
+		got := map[zkproc.Kind]string{}
+		for _, s := range []*zkproc.Server{zk, zkd} {
+			nc, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			nc.SetDeadline(time.Now().Add(10 * time.Second))
+			got[s.Kind] = "served"
+			if _, err := nc.Write(tc.raw); err != nil {
+				got[s.Kind] = "write: " + err.Error()
+			} else if _, err := io.ReadAll(nc); err != nil {
+				got[s.Kind] = endOf(err)
+			} else {
+				got[s.Kind] = closed
+			}
+			nc.Close()
+		}
+		if got[zkproc.KindZooKeeper] != closed || got[zkproc.KindZkd] != closed {
+			t.Errorf("%s: ZooKeeper 3.8 %q, zkd %q; want %q", tc.name, got[zkproc.KindZooKeeper], got[zkproc.KindZkd], closed)
+		}
+	}
+}
