@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -40,7 +39,7 @@ type conn struct {
 	nc     net.Conn
 	remote string
 	ip     string
-	br     *bufio.Reader
+	br     *lazyReader
 	seq    uint64 // accept order, for listings
 
 	tree           *datatree.Tree // the tree at the handshake; see readLoop
@@ -57,15 +56,15 @@ type conn struct {
 	ctx       context.Context // cancelled by close
 	cancel    context.CancelFunc
 	closeOnce sync.Once
-	wg        sync.WaitGroup // the completer and the writer
+	wg        sync.WaitGroup // the completer and the writer, while they run
 
-	slots     chan *slot    // requests in arrival order, to the completer
-	outSignal chan struct{} // capacity 1: the output queue has frames
+	slots slotQueue // requests in arrival order, to the completer
 
 	out struct {
 		sync.Mutex
 		q         [][]byte
 		bytes     int
+		writing   bool     // a writer goroutine is draining q
 		deferring bool     // a watch-setting read is executing: hold its events back
 		holdPath  string   // hold only events on this path ("" with holdAll: all)
 		holdAll   bool     // hold every event (addWatch: descendants fire too)
@@ -84,7 +83,7 @@ type conn struct {
 
 	readsQueued   uint64        // reader only: reads handed to the completer
 	readsExecuted atomic.Uint64 // reads the completer executed
-	readSignal    chan struct{} // capacity 1: readsExecuted grew
+	readSignal    chan struct{} // capacity 1: a slot completed (readsExecuted may have grown)
 	rbuf          []byte        // reader only: frame buffer reused across reads
 
 	recv     atomic.Int64 // packets received
@@ -125,10 +124,8 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 		nc:         nc,
 		remote:     nc.RemoteAddr().String(),
 		ip:         ip,
-		br:         bufio.NewReaderSize(nc, 4<<10),
+		br:         newLazyReader(nc),
 		done:       make(chan struct{}),
-		slots:      make(chan *slot, s.cfg.MaxPendingRequests),
-		outSignal:  make(chan struct{}, 1),
 		readSignal: make(chan struct{}, 1),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
@@ -190,28 +187,25 @@ func (c *conn) closeAfterWrites(unread int64) {
 // connection only.
 func (c *conn) guard(where string) {
 	if r := recover(); r != nil {
-		c.s.stats.panics.Add(1)
-		c.logger().Error("panic serving connection, closing it", zap.String("in", where),
-			zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-		c.close("panic")
+		c.panicked(where, r)
 	}
 }
 
+// panicked logs a recovered panic and closes the connection.
+func (c *conn) panicked(where string, r any) {
+	c.s.stats.panics.Add(1)
+	c.logger().Error("panic serving connection, closing it", zap.String("in", where),
+		zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+	c.close("panic")
+}
+
 // serve runs the connection: 4-letter word or handshake, then the reader.
-// It returns after every goroutine of the connection ended.
+// It returns after every goroutine of the connection ended, or once the
+// reader moved to a fresh goroutine (see handOff), which then ends the
+// connection.
 func (c *conn) serve() {
-	defer func() {
-		c.guard("reader")
-		c.close("reader done")
-		c.wg.Wait()
-		c.dropPending()
-		if c.sessionID.Load() != 0 {
-			if t := c.s.b.Tree(); t != nil {
-				t.RemoveWatcher(c)
-			}
-		}
-		c.s.removeConn(c)
-	}()
+	var handedOff bool
+	defer c.endReader(&handedOff)
 	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
 	p, err := c.br.Peek(4)
 	if err != nil {
@@ -225,38 +219,30 @@ func (c *conn) serve() {
 	if !c.handshake() {
 		return
 	}
-	if !c.start(c.complete, "completer") || !c.start(c.writeLoop, "writer") {
-		return
+	handedOff = c.readLoop()
+}
+
+// endConn ends the connection once its reader stopped: it waits for the
+// other goroutines and forgets the connection.
+func (c *conn) endConn() {
+	c.close("reader done")
+	c.wg.Wait()
+	c.dropPending()
+	if c.sessionID.Load() != 0 {
+		if t := c.s.b.Tree(); t != nil {
+			t.RemoveWatcher(c)
+		}
 	}
-	c.readLoop()
+	c.s.removeConn(c)
 }
 
 // dropPending forgets the requests still queued when the connection ended,
 // so the outstanding counts stay right.
 func (c *conn) dropPending() {
-	for {
-		select {
-		case <-c.slots:
-			c.pending.Add(-1)
-			c.s.stats.outstanding.Add(-1)
-		default:
-			return
-		}
+	for range c.slots.drain() {
+		c.pending.Add(-1)
+		c.s.stats.outstanding.Add(-1)
 	}
-}
-
-// start runs f as one of the connection's goroutines.
-func (c *conn) start(f func(), name string) bool {
-	c.wg.Add(1)
-	ok := c.s.goAttach(func() {
-		defer c.wg.Done()
-		defer c.guard(name)
-		f()
-	})
-	if !ok {
-		c.wg.Done()
-	}
-	return ok
 }
 
 // readFrame reads one length-prefixed frame, enforcing MaxBuffer, into a
@@ -435,89 +421,103 @@ func (c *conn) readDeadline() time.Time {
 	return time.Now().Add(2 * time.Duration(c.timeout.Load()) * time.Millisecond)
 }
 
-// readLoop reads requests until the connection ends or a request ends it.
-func (c *conn) readLoop() {
+// readLoop reads requests until the connection ends or a request ends it
+// (false), or until it handed the reading to a fresh goroutine (true): see
+// handOff.
+func (c *conn) readLoop() bool {
 	for {
+		if c.br.Buffered() == 0 {
+			c.handOff()
+			return true
+		}
 		c.nc.SetReadDeadline(c.readDeadline())
-		frame, err := c.readFrameInto(c.rbuf)
-		if cap(frame) <= 16<<10 {
-			c.rbuf = frame // keep buffers of common sizes for the next frame
-		}
-		if err != nil {
-			c.logReadError(err)
-			if fl := (errFrameLength{}); errors.As(err, &fl) {
-				c.closeAfterWrites(int64(fl.n))
-			}
-			return
-		}
-		if len(frame) < requestHeaderSize {
-			c.logger().Warn("frame rejected: shorter than a request header, closing connection", zap.Int("length", len(frame)))
-			return
-		}
-		if c.s.b.Tree() != c.tree {
-			// The member replaced its tree (a snapshot was installed): the
-			// watches of this connection are gone with the old one. Close
-			// so the client reconnects and re-registers them with
-			// setWatches, which also reports what changed meanwhile.
-			c.logger().Info("tree replaced, closing connection so the client re-registers its watches")
-			return
-		}
-		var hdr jute.RequestHeader
-		c.dec.Reset(frame[:requestHeaderSize])
-		hdr.Decode(&c.dec)
-		body := frame[requestHeaderSize:]
-		sl := &slot{xid: hdr.Xid, op: hdr.Type, start: time.Now()}
-
-		if !c.readOnly.Load() && !c.s.b.Touch(c.sessionID.Load()) {
-			sl.code, sl.closeAfter = jute.CodeSessionExpired, true
-			c.logger().Info("request for a session that is gone, closing connection", zap.String("op", opName(hdr.Type)))
-			c.push(sl)
-			<-c.done
-			return
-		}
-
-		if !c.authEnforced(hdr.Type) {
-			sl.frame, sl.closeAfter = encodeReply(jute.ReplyHeader{Xid: hdr.Xid, Err: jute.CodeSessionClosedRequireSASL}, nil), true
-			c.push(sl)
-			<-c.done
-			return
-		}
-
-		switch hdr.Type {
-		case jute.OpPing:
-		case jute.OpAuth:
-			frame, ok := c.handleAuth(hdr.Xid, body)
-			if frame == nil {
-				return
-			}
-			sl.frame, sl.closeAfter = frame, !ok
-		case jute.OpSASL:
-			frame, closeAfter := c.handleSASL(hdr.Xid, body)
-			if frame == nil {
-				return
-			}
-			sl.frame, sl.closeAfter = frame, closeAfter
-		case jute.OpCloseSession:
-			if !c.awaitReads() {
-				return
-			}
-			c.closingSession.Store(true)
-			if !c.readOnly.Load() {
-				sl.fut = c.s.b.Submit(&zab.Request{Op: jute.OpCloseSession, SessionID: c.sessionID.Load(), Auth: c.authIDs()})
-			}
-			sl.closeAfter = true
-		default:
-			c.prepare(sl, body)
-		}
-		last := sl.closeAfter // the completer may set it too: read it before pushing
-		if !c.push(sl) {
-			return
-		}
-		if last {
-			<-c.done
-			return
+		if !c.readOne() {
+			return false
 		}
 	}
+}
+
+// readOne reads and handles one request; false when the connection ends.
+func (c *conn) readOne() bool {
+	frame, err := c.readFrameInto(c.rbuf)
+	if cap(frame) <= 256 {
+		c.rbuf = frame // keep a small buffer for the next frame: an idle connection holds no more
+	}
+	if err != nil {
+		c.logReadError(err)
+		if fl := (errFrameLength{}); errors.As(err, &fl) {
+			c.closeAfterWrites(int64(fl.n))
+		}
+		return false
+	}
+	if len(frame) < requestHeaderSize {
+		c.logger().Warn("frame rejected: shorter than a request header, closing connection", zap.Int("length", len(frame)))
+		return false
+	}
+	if c.s.b.Tree() != c.tree {
+		// The member replaced its tree (a snapshot was installed): the
+		// watches of this connection are gone with the old one. Close
+		// so the client reconnects and re-registers them with
+		// setWatches, which also reports what changed meanwhile.
+		c.logger().Info("tree replaced, closing connection so the client re-registers its watches")
+		return false
+	}
+	var hdr jute.RequestHeader
+	c.dec.Reset(frame[:requestHeaderSize])
+	hdr.Decode(&c.dec)
+	body := frame[requestHeaderSize:]
+	sl := &slot{xid: hdr.Xid, op: hdr.Type, start: time.Now()}
+
+	if !c.readOnly.Load() && !c.s.b.Touch(c.sessionID.Load()) {
+		sl.code, sl.closeAfter = jute.CodeSessionExpired, true
+		c.logger().Info("request for a session that is gone, closing connection", zap.String("op", opName(hdr.Type)))
+		c.push(sl)
+		<-c.done
+		return false
+	}
+
+	if !c.authEnforced(hdr.Type) {
+		sl.frame, sl.closeAfter = encodeReply(jute.ReplyHeader{Xid: hdr.Xid, Err: jute.CodeSessionClosedRequireSASL}, nil), true
+		c.push(sl)
+		<-c.done
+		return false
+	}
+
+	switch hdr.Type {
+	case jute.OpPing:
+	case jute.OpAuth:
+		frame, ok := c.handleAuth(hdr.Xid, body)
+		if frame == nil {
+			return false
+		}
+		sl.frame, sl.closeAfter = frame, !ok
+	case jute.OpSASL:
+		frame, closeAfter := c.handleSASL(hdr.Xid, body)
+		if frame == nil {
+			return false
+		}
+		sl.frame, sl.closeAfter = frame, closeAfter
+	case jute.OpCloseSession:
+		if !c.awaitReads() {
+			return false
+		}
+		c.closingSession.Store(true)
+		if !c.readOnly.Load() {
+			sl.fut = c.s.b.Submit(&zab.Request{Op: jute.OpCloseSession, SessionID: c.sessionID.Load(), Auth: c.authIDs()})
+		}
+		sl.closeAfter = true
+	default:
+		c.prepare(sl, body)
+	}
+	last := sl.closeAfter // the completer may set it too: read it before pushing
+	if !c.push(sl) {
+		return false
+	}
+	if last {
+		<-c.done
+		return false
+	}
+	return true
 }
 
 // prepare decodes a request other than ping, auth, sasl and closeSession:
@@ -605,18 +605,24 @@ func (c *conn) awaitReads() bool {
 	return true
 }
 
-// push hands a slot to the completer; false if the connection closed.
+// push hands a slot to the completer, starting one if none runs, after
+// waiting while MaxPendingRequests slots are queued; false if the
+// connection closed.
 func (c *conn) push(sl *slot) bool {
+	for c.slots.len() >= c.s.cfg.MaxPendingRequests {
+		select {
+		case <-c.readSignal:
+		case <-c.done:
+			return false
+		}
+	}
 	c.pending.Add(1)
 	c.s.stats.outstanding.Add(1)
-	select {
-	case c.slots <- sl:
-		return true
-	case <-c.done:
-		c.pending.Add(-1)
-		c.s.stats.outstanding.Add(-1)
-		return false
+	if start, _ := c.slots.add(sl); start {
+		c.wg.Add(1)
+		c.spawn(c.complete, "completer")
 	}
+	return true
 }
 
 // isWrite reports whether a request goes through the log.
@@ -630,15 +636,17 @@ func isWrite(op int32) bool {
 	return false
 }
 
-// complete is the completer goroutine: it answers slots in order.
+// complete is the completer goroutine: it answers slots in order and
+// ends when none is left, so an idle connection parks no completer.
 func (c *conn) complete() {
 	for {
 		select {
-		case sl := <-c.slots:
-			if !c.finish(sl) {
-				return
-			}
 		case <-c.done:
+			return
+		default:
+		}
+		sl := c.slots.next()
+		if sl == nil || !c.finish(sl) {
 			return
 		}
 	}
@@ -650,13 +658,13 @@ func (c *conn) finish(sl *slot) bool {
 	defer func() {
 		if sl.readSeq != 0 {
 			c.readsExecuted.Store(sl.readSeq)
-			select {
-			case c.readSignal <- struct{}{}:
-			default:
-			}
 		}
 		c.pending.Add(-1)
 		c.s.stats.outstanding.Add(-1)
+		select {
+		case c.readSignal <- struct{}{}:
+		default:
+		}
 	}()
 	var (
 		hdr  = jute.ReplyHeader{Xid: sl.xid}
@@ -939,16 +947,18 @@ func (c *conn) Notify(ev jute.WatcherEvent) {
 		c.out.Unlock()
 		return
 	}
+	start := false
 	if c.out.deferring && (c.out.holdAll || ev.Path == c.out.holdPath) {
 		c.out.deferred = append(c.out.deferred, frame)
 		c.out.bytes += len(frame)
 	} else {
 		c.out.q = append(c.out.q, frame)
 		c.out.bytes += len(frame)
+		start = c.wantWriter()
 	}
 	over := c.out.bytes > c.s.cfg.MaxOutQueueBytes
 	c.out.Unlock()
-	c.signal()
+	c.startWriter(start)
 	if over {
 		c.overflow()
 	}
@@ -977,18 +987,12 @@ func (c *conn) enqueue(frame []byte, closeAfter, endHold bool) {
 	if closeAfter {
 		c.out.sealed = true
 	}
+	start := c.wantWriter()
 	over := c.out.bytes > c.s.cfg.MaxOutQueueBytes
 	c.out.Unlock()
-	c.signal()
+	c.startWriter(start)
 	if over {
 		c.overflow()
-	}
-}
-
-func (c *conn) signal() {
-	select {
-	case c.outSignal <- struct{}{}:
-	default:
 	}
 }
 
@@ -997,53 +1001,6 @@ func (c *conn) overflow() {
 	c.logger().Warn("closing connection: client does not read its replies and events",
 		zap.Int("maxOutQueueBytes", c.s.cfg.MaxOutQueueBytes))
 	c.close("output queue over limit")
-}
-
-// writeLoop is the writer goroutine.
-func (c *conn) writeLoop() {
-	bw := bufio.NewWriterSize(c.nc, 8<<10)
-	var batch [][]byte
-	for {
-		select {
-		case <-c.outSignal:
-		case <-c.done:
-			return
-		}
-		for {
-			c.out.Lock()
-			batch, c.out.q = c.out.q, batch[:0]
-			c.out.bytes -= sizeOf(batch)
-			sealed := c.out.sealed
-			c.out.Unlock()
-			if len(batch) == 0 {
-				if sealed {
-					c.linger()
-					c.close("closed after reply")
-					return
-				}
-				break
-			}
-			// Count before writing, as ZooKeeper counts queued responses, so
-			// a client that got a reply also sees it in the statistics.
-			c.sent.Add(int64(len(batch)))
-			c.s.stats.packetsSent.Add(int64(len(batch)))
-			c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
-			for _, f := range batch {
-				c.s.zm.noteResponse(f)
-				if _, err := bw.Write(f); err != nil {
-					c.logger().Debug("write failed, closing connection", zap.Error(err))
-					c.close("write failed")
-					return
-				}
-			}
-			if err := bw.Flush(); err != nil {
-				c.logger().Debug("write failed, closing connection", zap.Error(err))
-				c.close("write failed")
-				return
-			}
-			clear(batch)
-		}
-	}
 }
 
 func sizeOf(frames [][]byte) int {

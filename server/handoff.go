@@ -1,0 +1,46 @@
+package server
+
+// A goroutine's stack grows while it handles a request (the handshake alone
+// takes a few KiB) and the runtime shrinks a parked goroutine's stack only
+// while it uses less than a quarter of it, counting 800 bytes of guard:
+// a reader parked in a socket read never qualifies, so it would keep its
+// largest stack for as long as the connection idles. Instead, a reader that
+// has no buffered input left hands the wait for the next packet to a fresh
+// goroutine, on the minimum stack, and exits. Under load input stays
+// buffered and the reader keeps going; an idle connection costs one small
+// stack.
+
+// handOff continues the connection's reading on a fresh goroutine. The
+// caller returns without ending the connection; the new goroutine inherits
+// its count in the server's WaitGroup, so Close still waits for the reader.
+// The Add happens while the caller still holds its own count, so it never
+// races a Wait at zero.
+func (c *conn) handOff() {
+	c.s.wg.Add(1)
+	go c.resume()
+}
+
+// resume waits for the next packet and reads on, ending the connection
+// when reading stops for good.
+func (c *conn) resume() {
+	defer c.s.wg.Done()
+	var handedOff bool
+	defer c.endReader(&handedOff)
+	c.nc.SetReadDeadline(c.readDeadline())
+	if _, err := c.br.Peek(1); err != nil {
+		c.logReadError(err)
+		return
+	}
+	handedOff = c.readLoop()
+}
+
+// endReader is deferred by each reader goroutine: unless the reading moved
+// on to a fresh goroutine, it ends the connection, after a panic too.
+func (c *conn) endReader(handedOff *bool) {
+	if r := recover(); r != nil {
+		c.panicked("reader", r)
+	} else if *handedOff {
+		return
+	}
+	c.endConn()
+}

@@ -1,0 +1,127 @@
+package server
+
+import (
+	"bytes"
+	"io"
+	"testing"
+)
+
+// chunkReader returns its data in the chunk sizes given, then io.EOF.
+type chunkReader struct {
+	data   []byte
+	chunks []int
+}
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	n := len(r.data)
+	if len(r.chunks) > 0 {
+		n = min(n, r.chunks[0])
+		r.chunks = r.chunks[1:]
+	}
+	n = copy(p, r.data[:n])
+	r.data = r.data[n:]
+	return n, nil
+}
+
+func TestLazyReader(t *testing.T) {
+	data := make([]byte, 20000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	tests := []struct {
+		name   string
+		chunks []int
+		reads  []int // sizes of successive io.ReadFull calls
+	}{
+		{"small frames", []int{12, 12, 50}, []int{4, 8, 4, 8, 4, 46}},
+		{"stream", []int{20000}, []int{4, 100, 4, 5000, 4, 3000, 4, 11884}},
+		{"one byte at a time", []int{1, 1, 1, 1, 1, 1, 1, 1}, []int{4, 4}},
+		{"large direct", nil, []int{10000, 10000}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := &chunkReader{data: data, chunks: append([]int(nil), tt.chunks...)}
+			lr := newLazyReader(src)
+			off := 0
+			for _, n := range tt.reads {
+				if p, err := lr.Peek(1); err != nil || p[0] != data[off] {
+					t.Fatalf("Peek at %d: %v %x", off, err, p)
+				}
+				got := make([]byte, n)
+				if _, err := io.ReadFull(lr, got); err != nil {
+					t.Fatalf("ReadFull(%d) at %d: %v", n, off, err)
+				}
+				if !bytes.Equal(got, data[off:off+n]) {
+					t.Fatalf("ReadFull(%d) at %d: wrong bytes", n, off)
+				}
+				off += n
+			}
+			if lr.Buffered() == 0 && !lr.busy && lr.big != nil {
+				t.Fatal("an idle reader still holds its big buffer")
+			}
+		})
+	}
+}
+
+func TestLazyReaderReleasesWhenCaughtUp(t *testing.T) {
+	// A full small read makes the reader busy; a short read of the big
+	// buffer must hand it back.
+	total := lazySmallSize + lazyBigSize + 100
+	src := &chunkReader{data: make([]byte, total), chunks: []int{lazySmallSize, lazyBigSize, 100}}
+	lr := newLazyReader(src)
+	var b [16]byte
+	for read := 0; read < total; {
+		n, err := lr.Read(b[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		read += n
+		if read == lazySmallSize+lazyBigSize/2 && lr.big == nil {
+			t.Fatal("a streaming reader does not use the big buffer")
+		}
+	}
+	if lr.big != nil || lr.Buffered() != 0 {
+		t.Fatalf("caught-up reader holds big=%v buffered=%d", lr.big != nil, lr.Buffered())
+	}
+	if _, err := lr.Discard(1); err != io.EOF {
+		t.Fatalf("Discard at end: %v, want EOF", err)
+	}
+}
+
+func TestSlotQueue(t *testing.T) {
+	var q slotQueue
+	if start, _ := q.add(&slot{xid: 1}); !start {
+		t.Fatal("first add does not ask for a completer")
+	}
+	if start, held := q.add(&slot{xid: 2}); start || held != 1 {
+		t.Fatalf("second add: start=%v held=%d", start, held)
+	}
+	// Steady traffic: the queue never drains, and must not grow.
+	next := int32(3)
+	want := int32(1)
+	for range 1000 {
+		q.add(&slot{xid: next})
+		next++
+		if sl := q.next(); sl == nil || sl.xid != want {
+			t.Fatalf("next = %v, want xid %d", sl, want)
+		}
+		want++
+	}
+	if cap(q.q) > 16 {
+		t.Fatalf("queue of 2 slots grew to %d", cap(q.q))
+	}
+	for q.next() != nil {
+	}
+	if q.running {
+		t.Fatal("drained queue still marked running")
+	}
+	if start, _ := q.add(&slot{}); !start {
+		t.Fatal("add after drain does not ask for a completer")
+	}
+	if n := len(q.drain()); n != 1 {
+		t.Fatalf("drain = %d slots, want 1", n)
+	}
+}

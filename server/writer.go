@@ -1,0 +1,117 @@
+package server
+
+import (
+	"bufio"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// writerPool holds the write buffers of connections whose writer is not
+// running: a connection holds one only while it has frames to write.
+var writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 8<<10) }}
+
+// wantWriter reports whether the caller, which just queued frames under
+// c.out's lock, must start a writer goroutine; it then counts that
+// goroutine in c.wg, under the lock: close seals the queue under the same
+// lock before serve waits on c.wg, so the Add never races the Wait.
+func (c *conn) wantWriter() bool {
+	if c.out.writing {
+		return false
+	}
+	c.out.writing = true
+	c.wg.Add(1)
+	return true
+}
+
+// signal makes sure a writer drains the output queue, as after the
+// caller sealed it.
+func (c *conn) signal() {
+	c.out.Lock()
+	start := c.wantWriter()
+	c.out.Unlock()
+	c.startWriter(start)
+}
+
+// startWriter runs the writer counted by wantWriter, when start is set.
+func (c *conn) startWriter(start bool) {
+	if start {
+		c.spawn(c.writeLoop, "writer")
+	}
+}
+
+// spawn runs f as one of the connection's goroutines, already counted in
+// c.wg by the caller. The server's Close waits for it through serve, which
+// waits on c.wg, so it takes no server-wide lock as goAttach does: a
+// connection starts these goroutines at every burst of traffic.
+func (c *conn) spawn(f func(), name string) {
+	go func() {
+		defer c.wg.Done()
+		defer c.guard(name)
+		f()
+	}()
+}
+
+// writeLoop is the writer goroutine: it writes the queued frames, in
+// batches, and ends once the queue is empty, so an idle connection parks
+// neither a goroutine nor a write buffer. A sealed queue, once written,
+// closes the connection.
+func (c *conn) writeLoop() {
+	var (
+		bw    *bufio.Writer
+		batch [][]byte
+	)
+	defer func() {
+		if bw != nil {
+			bw.Reset(nil)
+			writerPool.Put(bw)
+		}
+	}()
+	for {
+		c.out.Lock()
+		batch, c.out.q = c.out.q, batch[:0]
+		c.out.bytes -= sizeOf(batch)
+		sealed := c.out.sealed
+		if len(batch) == 0 && !sealed {
+			c.out.writing = false
+			c.out.q = nil
+			c.out.Unlock()
+			return
+		}
+		c.out.Unlock()
+		if len(batch) == 0 {
+			c.linger()
+			c.close("closed after reply")
+			return
+		}
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		if bw == nil {
+			bw = writerPool.Get().(*bufio.Writer)
+			bw.Reset(c.nc)
+		}
+		// Count before writing, as ZooKeeper counts queued responses, so
+		// a client that got a reply also sees it in the statistics.
+		c.sent.Add(int64(len(batch)))
+		c.s.stats.packetsSent.Add(int64(len(batch)))
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
+		for _, f := range batch {
+			c.s.zm.noteResponse(f)
+			if _, err := bw.Write(f); err != nil {
+				c.logger().Debug("write failed, closing connection", zap.Error(err))
+				c.close("write failed")
+				return
+			}
+		}
+		if err := bw.Flush(); err != nil {
+			c.logger().Debug("write failed, closing connection", zap.Error(err))
+			c.close("write failed")
+			return
+		}
+		clear(batch)
+	}
+}
