@@ -24,6 +24,29 @@ type Config struct {
 	// MaxClientCnxns limits concurrent connections from one IP address;
 	// 0 means unlimited. Default 60.
 	MaxClientCnxns int
+	// MaxCnxns (maxCnxns) limits concurrent connections in all; 0 means
+	// unlimited, the default. See limits.go for these limits.
+	MaxCnxns int
+	// GlobalOutstandingLimit (zookeeper.globalOutstandingLimit) throttles
+	// reading: past this many requests in process, a connection with
+	// requests of its own outstanding is not read until they are
+	// answered. 0 disables it. Default 1000.
+	GlobalOutstandingLimit int
+	// ThrottleMaxRequests (zookeeper.request_throttle_max_requests) holds a
+	// new request back while this many are in process, rechecking every
+	// ThrottleStallTime; 0 (the default) disables it. Pings pass.
+	ThrottleMaxRequests int
+	// ThrottleStallTime is zookeeper.request_throttle_stall_time. Default
+	// 100ms.
+	ThrottleStallTime time.Duration
+	// ThrottleDropStale (zookeeper.request_throttle_drop_stale) drops a
+	// held-back request whose connection closed meanwhile. Default true.
+	ThrottleDropStale bool
+	// ThrottledOpWaitTime (zookeeper.throttled_op_wait_time): a request
+	// held back longer than this is answered ThrottledOp without running
+	// (pings, createSession and closeSession excepted). 0, the default,
+	// disables it.
+	ThrottledOpWaitTime time.Duration
 	// MaxBuffer is jute.maxbuffer: the largest frame, in bytes, a client may
 	// send; a larger (or negative) length closes the connection. Default
 	// 0xfffff.
@@ -82,17 +105,20 @@ type Config struct {
 // DefaultConfig returns ZooKeeper's defaults.
 func DefaultConfig() Config {
 	return Config{
-		ClientAddr:           ":2181",
-		TickTime:             2 * time.Second,
-		MinSessionTimeout:    4 * time.Second,
-		MaxSessionTimeout:    40 * time.Second,
-		MaxClientCnxns:       60,
-		MaxBuffer:            0xfffff,
-		MaxOutQueueBytes:     64 << 20,
-		MaxPendingRequests:   1000,
-		FourLetterWhitelist:  []string{"srvr"},
-		Version:              "3.8.4-zkd",
-		SlowRequestThreshold: time.Second,
+		ClientAddr:             ":2181",
+		TickTime:               2 * time.Second,
+		MinSessionTimeout:      4 * time.Second,
+		MaxSessionTimeout:      40 * time.Second,
+		MaxClientCnxns:         60,
+		GlobalOutstandingLimit: 1000,
+		ThrottleStallTime:      100 * time.Millisecond,
+		ThrottleDropStale:      true,
+		MaxBuffer:              0xfffff,
+		MaxOutQueueBytes:       64 << 20,
+		MaxPendingRequests:     1000,
+		FourLetterWhitelist:    []string{"srvr"},
+		Version:                "3.8.4-zkd",
+		SlowRequestThreshold:   time.Second,
 	}
 }
 
@@ -111,6 +137,16 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("server: MaxSessionTimeout %v does not fit in int32 ms", c.maxTimeout())
 	case c.MaxClientCnxns < 0:
 		return fmt.Errorf("server: MaxClientCnxns must not be negative, got %d", c.MaxClientCnxns)
+	case c.MaxCnxns < 0:
+		return fmt.Errorf("server: MaxCnxns must not be negative, got %d", c.MaxCnxns)
+	case c.GlobalOutstandingLimit < 0:
+		return fmt.Errorf("server: GlobalOutstandingLimit must not be negative, got %d", c.GlobalOutstandingLimit)
+	case c.ThrottleMaxRequests < 0:
+		return fmt.Errorf("server: ThrottleMaxRequests must not be negative, got %d", c.ThrottleMaxRequests)
+	case c.ThrottledOpWaitTime < 0:
+		return fmt.Errorf("server: ThrottledOpWaitTime must not be negative, got %v", c.ThrottledOpWaitTime)
+	case c.ThrottleMaxRequests > 0 && c.ThrottleStallTime <= 0:
+		return fmt.Errorf("server: ThrottleStallTime must be positive, got %v", c.ThrottleStallTime)
 	case c.MaxBuffer <= 0:
 		return fmt.Errorf("server: MaxBuffer must be positive, got %d", c.MaxBuffer)
 	case c.MaxOutQueueBytes <= 0:

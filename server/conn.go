@@ -483,6 +483,9 @@ func (c *conn) readOne() bool {
 		return false
 	}
 
+	if !c.admit(sl) {
+		return false
+	}
 	switch hdr.Type {
 	case jute.OpPing:
 	case jute.OpAuth:
@@ -510,7 +513,7 @@ func (c *conn) readOne() bool {
 		c.prepare(sl, body)
 	}
 	last := sl.closeAfter // the completer may set it too: read it before pushing
-	if !c.push(sl) {
+	if !c.push(sl) || !c.holdReads(sl.xid) {
 		return false
 	}
 	if last {
@@ -524,6 +527,9 @@ func (c *conn) readOne() bool {
 // a write is submitted at once (after earlier reads executed), a read is
 // left for the completer.
 func (c *conn) prepare(sl *slot, body []byte) {
+	if sl.code == jute.CodeThrottledOp {
+		return // held back too long by the throttle: answered without running
+	}
 	rec, ok := jute.NewRequest(sl.op)
 	if !ok && sl.op != jute.OpDeleteContainer {
 		c.logger().Warn("unknown opcode, closing connection", zap.Int32("op", sl.op))
@@ -661,6 +667,7 @@ func (c *conn) finish(sl *slot) bool {
 		}
 		c.pending.Add(-1)
 		c.s.stats.outstanding.Add(-1)
+		c.s.throttle.finished()
 		select {
 		case c.readSignal <- struct{}{}:
 		default:

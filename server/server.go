@@ -41,9 +41,11 @@ type Server struct {
 		perIP    map[string]int
 	}
 
-	stats   serverStats
-	zm      *ZKMetrics // mntr, monitor and /metrics (monitor.go)
-	connSeq atomic.Uint64
+	stats    serverStats
+	zm       *ZKMetrics // mntr, monitor and /metrics (monitor.go)
+	connSeq  atomic.Uint64
+	reserve  fdReserve   // see refuseOutOfFiles
+	throttle requestGate // see admit
 }
 
 // New checks cfg and returns a Server that serves clients from b.
@@ -118,6 +120,7 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.ln = ln
 	s.mu.Unlock()
 	s.log.Info("serving clients", zap.String("addr", ln.Addr().String()))
+	s.reserve.hold()
 	if av, ok := s.b.(Availability); ok {
 		s.goAttach(func() { s.watchAvailability(av) })
 	}
@@ -130,6 +133,9 @@ func (s *Server) Serve(ln net.Listener) error {
 			case <-s.quit:
 				return nil
 			default:
+			}
+			if s.refuseOutOfFiles(ln, err) {
+				continue
 			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() || isTemporary(err) {
@@ -162,6 +168,11 @@ func (s *Server) accept(nc net.Conn) {
 	ip := remoteIP(nc.RemoteAddr())
 	s.mu.Lock()
 	if s.mu.closed {
+		s.mu.Unlock()
+		nc.Close()
+		return
+	}
+	if s.overMaxCnxns(nc) {
 		s.mu.Unlock()
 		nc.Close()
 		return
@@ -260,6 +271,7 @@ func (s *Server) Close() error {
 	}
 	s.mu.closed = true
 	close(s.quit)
+	s.reserve.free()
 	var err error
 	if s.mu.ln != nil {
 		err = s.mu.ln.Close()

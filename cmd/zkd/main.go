@@ -212,6 +212,9 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 		sc.MaxSessionTimeout = 20 * c.TickTime
 	}
 	sc.MaxClientCnxns = c.MaxClientCnxns
+	if err := limitConfig(c, &sc); err != nil {
+		return qc, nc, sc, err
+	}
 	maxBuf, err := c.propInt("jute.maxbuffer", 0xfffff)
 	if err != nil {
 		return qc, nc, sc, err
@@ -247,6 +250,7 @@ func run(c *zooCfg, log *zap.Logger) error {
 	if len(c.Unknown) > 0 {
 		log.Info("zoo.cfg keys accepted without effect", zap.Strings("keys", c.Unknown))
 	}
+	raiseFileLimit(log)
 	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {
 		return fmt.Errorf("zkd: create data dir: %w", err)
 	}

@@ -239,7 +239,7 @@ func (c *zooCfg) set(key, val string) error {
 		// is not there.
 		return fmt.Errorf("lock delay is not implemented (docs/fencing.md describes its design); remove the key")
 	case "autopurge.purgeInterval", "metricsProvider.exportJvmInfo", "secureClientPort", "secureClientPortAddress", "dynamicConfigFile",
-		"localSessionsEnabled", "localSessionsUpgradingEnabled", "globalOutstandingLimit",
+		"localSessionsEnabled", "localSessionsUpgradingEnabled",
 		"preAllocSize", "peerType", "electionAlg", "quorumListenOnAllIPs", "forceSync":
 		// Read and accepted; zkd's behaviour does not depend on them.
 		c.Unknown = append(c.Unknown, key)
