@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 20m
 FUZZTIME ?= 30s
 BENCHTIME ?= 200ms
 
-.PHONY: all build deps vet test test-go test-unit test-compat bench bench-vs-zk diff-long fuzz run clean
+.PHONY: all build deps vet test test-go test-unit test-compat bench bench-vs-zk scale diff-long fuzz run clean
 
 all: build
 
@@ -62,6 +62,10 @@ bench:
 ## bench-vs-zk: zkbench against zkd and ZooKeeper 3.8 side by side
 bench-vs-zk: build
 	bash scripts/bench-vs-zookeeper.sh
+
+## scale: idle sessions held on zkd and ZooKeeper 3.8 (long; not in CI)
+scale:
+	bash scripts/scale-vs-zookeeper.sh
 
 ## diff-long: differential zkd vs ZooKeeper 3.8 on many random seeds (SEEDS, STEPS)
 SEEDS ?= 500

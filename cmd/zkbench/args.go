@@ -21,7 +21,7 @@ var errHelp = flag.ErrHelp
 const maxSize = 1<<20 - 4096
 
 // workloads lists the -workload values.
-var workloads = []string{"create", "set", "get", "token", "lock", "session", "fill", "wait"}
+var workloads = []string{"create", "set", "get", "token", "lock", "session", "sessions", "fill", "wait"}
 
 // config is zkbench's parsed command line.
 type config struct {
@@ -43,6 +43,10 @@ type config struct {
 	verbose        bool
 	saslUser       string
 	saslPassword   string
+	sourceIPs      int   // sessions: source addresses, 0 for one per sessionsPerIP
+	pids           []int // sessions: server processes to sample
+	watches        int   // sessions: exists watches per session
+	parallel       int   // sessions: concurrent connects
 }
 
 // parseArgs parses and validates zkbench's flags. Usage and flag errors go
@@ -69,6 +73,10 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.verbose, "v", false, "log the client library's messages to stderr")
 	fs.StringVar(&c.saslUser, "sasl-user", "", "for -workload session: authenticate each new session by SASL DIGEST-MD5 as this `user`")
 	fs.StringVar(&c.saslPassword, "sasl-password", "", "the -sasl-user's password")
+	fs.IntVar(&c.sourceIPs, "source-ips", 0, "sessions: spread sessions over 127.0.0.1…127.0.0.`K` (0: one per 25,000 sessions)")
+	pids := fs.String("pids", "", "sessions: comma-separated `pids` of the servers, for RSS per session and idle CPU")
+	fs.IntVar(&c.watches, "watches", 2, "sessions: exists watches each session sets")
+	fs.IntVar(&c.parallel, "connect-parallel", 64, "sessions: concurrent connection attempts")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: zkbench -servers host:port[,...] -workload %s -clients N -duration D [flags]\n",
 			strings.Join(workloads, "|"))
@@ -79,6 +87,19 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("zkbench: unexpected argument %q", fs.Arg(0))
+	}
+	for p := range strings.SplitSeq(*pids, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil || n <= 0 {
+			return config{}, fmt.Errorf("zkbench: -pids: %q is not a process id", p)
+		}
+		c.pids = append(c.pids, n)
+	}
+	if c.sourceIPs < 0 || c.sourceIPs > 1<<24-2 || c.watches < 0 || c.parallel < 1 {
+		return config{}, fmt.Errorf("zkbench: -source-ips, -watches and -connect-parallel must not be negative (-connect-parallel at least 1)")
 	}
 	for s := range strings.SplitSeq(*servers, ",") {
 		s = strings.TrimSpace(s)

@@ -38,6 +38,12 @@ func TestParseArgs(t *testing.T) {
 		{"sasl session", strings.Fields("-workload session -sasl-user bob -sasl-password pw"),
 			func(c config) bool { return c.workload == "session" && c.saslUser == "bob" && c.saslPassword == "pw" }, ""},
 		{"sasl on another workload", strings.Fields("-workload get -sasl-user bob"), nil, "-sasl-user applies to -workload session only"},
+		{"sessions", strings.Fields("-workload sessions -clients 30000 -source-ips 3 -pids 12,34 -watches 0 -connect-parallel 8"),
+			func(c config) bool {
+				return c.workload == "sessions" && c.sourceIPs == 3 && slices.Equal(c.pids, []int{12, 34}) && c.watches == 0 && c.parallel == 8
+			}, ""},
+		{"bad pid", strings.Fields("-workload sessions -pids 12,x"), nil, "-pids"},
+		{"negative watches", strings.Fields("-workload sessions -watches -1"), nil, "-watches"},
 		{"unknown workload", strings.Fields("-workload scan"), nil, "-workload"},
 		{"no servers", []string{"-servers", " , "}, nil, "-servers is empty"},
 		{"no port", strings.Fields("-servers 127.0.0.1"), nil, "not host:port"},

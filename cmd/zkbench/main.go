@@ -26,6 +26,17 @@
 // by itself); -interval D prints ops/s and errors every D on stderr, so a
 // run across a server restart or leader change shows the outage.
 //
+// The sessions workload is for scale rather than throughput:
+//
+//	sessions  open -clients raw sessions (from 127.0.0.1…127.0.0.K,
+//	          -source-ips, one address per 25,000 by default), each
+//	          setting -watches exists watches and pinging every third of
+//	          -session-timeout; hold them -duration after -warmup, and
+//	          report connects/s, ping latency, disconnects and expiries,
+//	          and with -pids the servers' RSS per session and CPU per
+//	          session-second. It raises its own RLIMIT_NOFILE; run another
+//	          workload beside it to measure under that load.
+//
 // Two helper modes serve scripts/bench-vs-zookeeper.sh:
 //
 //	fill   create -count persistent nodes of -size bytes under -root

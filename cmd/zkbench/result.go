@@ -25,6 +25,22 @@ type result struct {
 	// Path is the node wait read.
 	Path string `json:"path,omitempty"`
 
+	// The sessions workload's figures; its Ops are pings and its Latency
+	// the ping round trip.
+	SourceIPs       int     `json:"source_ips,omitempty"`
+	ConnectSeconds  float64 `json:"connect_seconds,omitempty"`
+	ConnectsPerSec  float64 `json:"connects_per_sec,omitempty"`
+	ConnectFailures int64   `json:"connect_failures,omitempty"`
+	Disconnects     int64   `json:"disconnects,omitempty"`
+	Expired         int64   `json:"expired,omitempty"`
+	RSSBefore       int64   `json:"rss_before,omitempty"`
+	RSSHeld         int64   `json:"rss_held,omitempty"`
+	RSSPerSession   float64 `json:"rss_per_session,omitempty"`
+	CPUHeld         float64 `json:"cpu_seconds_held,omitempty"`
+	// CPUPerSessionSecond is the servers' CPU time per session and second
+	// of holding, in microseconds.
+	CPUPerSessionSecond float64 `json:"cpu_us_per_session_second,omitempty"`
+
 	lastErr error
 }
 
@@ -84,6 +100,20 @@ func (r *result) write(w io.Writer, asJSON bool) error {
 	switch r.Workload {
 	case "wait":
 		fmt.Fprintf(&b, "%s readable after %.3fs\n", r.Path, r.Seconds)
+	case "sessions":
+		fmt.Fprintf(&b, "workload=sessions clients=%d source-ips=%d servers=%s\n", r.Clients, r.SourceIPs, strings.Join(r.Servers, ","))
+		fmt.Fprintf(&b, "connects   %.0f/s (%.2fs, %d failed)\n", r.ConnectsPerSec, r.ConnectSeconds, r.ConnectFailures)
+		fmt.Fprintf(&b, "held       %.1fs: %d pings, %d disconnects, %d expired\n", r.Seconds, r.Ops, r.Disconnects, r.Expired)
+		l := r.Latency
+		fmt.Fprintf(&b, "ping       p50=%s p90=%s p99=%s p999=%s max=%s\n",
+			fmtMicros(l.P50), fmtMicros(l.P90), fmtMicros(l.P99), fmtMicros(l.P999), fmtMicros(l.Max))
+		if r.RSSHeld > 0 {
+			fmt.Fprintf(&b, "server RSS %.1f MiB → %.1f MiB: %.0f B per session; idle CPU %.2f µs per session-second\n",
+				float64(r.RSSBefore)/(1<<20), float64(r.RSSHeld)/(1<<20), r.RSSPerSession, r.CPUPerSessionSecond)
+		}
+		if r.lastErr != nil {
+			fmt.Fprintf(&b, "last error: %v\n", r.lastErr)
+		}
 	case "fill":
 		fmt.Fprintf(&b, "created %d nodes of %d bytes in %.3fs (%.0f creates/s, %d errors)\n",
 			r.Count, r.Size, r.Seconds, r.OpsPerSec, r.Errors)

@@ -46,6 +46,8 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 		return runWait(ctx, cfg, logw)
 	case "fill":
 		return runFill(ctx, cfg, logw)
+	case "sessions":
+		return runSessions(ctx, cfg, logw)
 	}
 	return runBench(ctx, cfg, logw)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkd/zkd/compat/zkproc"
+	"github.com/zkd/zkd/compat/zkwire"
 	"github.com/zkd/zkd/jute"
 	"github.com/zkd/zkd/server"
 )
@@ -52,12 +53,8 @@ func rawSession(addr, ip string) (net.Conn, error) {
 
 // readFrameInto reads one frame and decodes it into r.
 func readFrameInto(nc net.Conn, r jute.Record) error {
-	var hdr [4]byte
-	if _, err := io.ReadFull(nc, hdr[:]); err != nil {
-		return err
-	}
-	b := make([]byte, binary.BigEndian.Uint32(hdr[:]))
-	if _, err := io.ReadFull(nc, b); err != nil {
+	b, err := zkwire.ReadFrame(nc)
+	if err != nil {
 		return err
 	}
 	return jute.Decode(b, r)
