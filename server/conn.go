@@ -426,7 +426,7 @@ func (c *conn) readDeadline() time.Time {
 // handOff.
 func (c *conn) readLoop() bool {
 	for {
-		if c.br.Buffered() == 0 {
+		if c.br.Buffered() == 0 && !c.nextSoon() {
 			c.handOff()
 			return true
 		}
@@ -624,7 +624,13 @@ func (c *conn) push(sl *slot) bool {
 	}
 	c.pending.Add(1)
 	c.s.stats.outstanding.Add(1)
-	if start, _ := c.slots.add(sl); start {
+	start, held := c.slots.add(sl)
+	switch {
+	case !start:
+	case held == 0 && sl.fut == nil && sl.op != jute.OpSync:
+		// Nothing before it and nothing to wait for: answer it here.
+		c.complete()
+	default:
 		c.wg.Add(1)
 		c.spawn(c.complete, "completer")
 	}

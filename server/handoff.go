@@ -1,5 +1,7 @@
 package server
 
+import "time"
+
 // A goroutine's stack grows while it handles a request (the handshake alone
 // takes a few KiB) and the runtime shrinks a parked goroutine's stack only
 // while it uses less than a quarter of it, counting 800 bytes of guard:
@@ -7,8 +9,20 @@ package server
 // largest stack for as long as the connection idles. Instead, a reader that
 // has no buffered input left hands the wait for the next packet to a fresh
 // goroutine, on the minimum stack, and exits. Under load input stays
-// buffered and the reader keeps going; an idle connection costs one small
-// stack.
+// buffered, or arrives within handOffAfter, and the reader keeps going; an
+// idle connection costs one small stack.
+
+// handOffAfter is how long a reader waits for the next packet before it
+// hands the wait off: a client with requests in a loop sends its next one
+// within a round trip, and the reader keeps going without a new goroutine.
+const handOffAfter = 2 * time.Millisecond
+
+// nextSoon reports whether input arrives within handOffAfter.
+func (c *conn) nextSoon() bool {
+	c.nc.SetReadDeadline(time.Now().Add(handOffAfter))
+	_, err := c.br.Peek(1)
+	return err == nil
+}
 
 // handOff continues the connection's reading on a fresh goroutine. The
 // caller returns without ending the connection; the new goroutine inherits

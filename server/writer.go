@@ -55,7 +55,9 @@ func (c *conn) spawn(f func(), name string) {
 
 // writeLoop is the writer goroutine: it writes the queued frames, in
 // batches, and ends once the queue is empty, so an idle connection parks
-// neither a goroutine nor a write buffer. A sealed queue, once written,
+// neither a goroutine nor a write buffer. It is never run inline: a client
+// that does not read must not hold up its reader or completer, which go on
+// until the queue passes MaxOutQueueBytes. A sealed queue, once written,
 // closes the connection.
 func (c *conn) writeLoop() {
 	var (
