@@ -161,19 +161,23 @@ func TestIntegration_ConnectionLimits(t *testing.T) {
 // writes from many sessions and checks, through mntr, that the requests in
 // process stay bounded by globalOutstandingLimit and by
 // request_throttle_max_requests (each reader may pass one request over the
-// bound before it stops), that every write completes, and that an idle
-// session with the smallest timeout is not expired meanwhile. Unbounded,
-// the flood keeps hundreds in process.
+// bound before it stops), that every write completes (or, past
+// throttled_op_wait_time, is answered ThrottledOp and counted in mntr's
+// zk_throttled_ops), and that an idle session with the smallest timeout is
+// not expired meanwhile. Unbounded, the flood keeps hundreds in process.
 func TestIntegration_OutstandingBounds(t *testing.T) {
 	const clients, depth, perClient = 12, 32, 160
 	tests := []struct {
-		name  string
-		cfg   map[string]string
-		bound int
+		name      string
+		cfg       map[string]string
+		bound     int
+		throttled bool // some writes wait past throttled_op_wait_time
 	}{
-		{"globalOutstandingLimit", map[string]string{"globalOutstandingLimit": "16"}, 16},
+		{"globalOutstandingLimit", map[string]string{"globalOutstandingLimit": "16"}, 16, false},
 		{"request_throttle_max_requests", map[string]string{"globalOutstandingLimit": "0",
-			"request_throttle_max_requests": "8", "request_throttle_stall_time": "20"}, 8},
+			"request_throttle_max_requests": "8", "request_throttle_stall_time": "20"}, 8, false},
+		{"throttled_op_wait_time", map[string]string{"globalOutstandingLimit": "0",
+			"request_throttle_max_requests": "1", "request_throttle_stall_time": "5", "throttled_op_wait_time": "1"}, 1, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -206,6 +210,7 @@ func TestIntegration_OutstandingBounds(t *testing.T) {
 			var (
 				wg     sync.WaitGroup
 				failed atomic.Int64
+				ok     atomic.Int64
 				done   = make(chan struct{})
 				peak   atomic.Int64
 			)
@@ -230,8 +235,15 @@ func TestIntegration_OutstandingBounds(t *testing.T) {
 					go func() {
 						defer wg.Done()
 						for range perClient / depth {
-							if _, err := c.Create("/flood/n", make([]byte, 32), zk.FlagSequence, zk.WorldACL(zk.PermAll)); err != nil {
-								failed.Add(1)
+							_, err := c.Create("/flood/n", make([]byte, 32), zk.FlagSequence, zk.WorldACL(zk.PermAll))
+							switch {
+							case err == nil:
+								ok.Add(1)
+							case tt.throttled && err.Error() == "unknown error: -127": // go-zk has no name for ThrottledOp
+							default:
+								if failed.Add(1) == 1 {
+									t.Logf("first failed write: %v", err)
+								}
 							}
 						}
 					}()
@@ -243,8 +255,16 @@ func TestIntegration_OutstandingBounds(t *testing.T) {
 				t.Fatalf("%d writes failed under the bound", n)
 			}
 			_, st, err := conns[0].Get("/flood")
-			if err != nil || st.NumChildren != clients*perClient {
-				t.Fatalf("/flood has %d children (%v), want %d", st.NumChildren, err, clients*perClient)
+			if err != nil || int64(st.NumChildren) != ok.Load() {
+				t.Fatalf("/flood has %d children (%v), want %d", st.NumChildren, err, ok.Load())
+			}
+			throttled := int64(clients*perClient) - ok.Load()
+			mntr, err := zkproc.FourLetter(srv.Addr, "mntr", 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := mntrInt(mntr, "zk_throttled_ops"); got != throttled || tt.throttled != (throttled > 0) {
+				t.Errorf("%d writes answered ThrottledOp, mntr zk_throttled_ops %d, want some: %v", throttled, got, tt.throttled)
 			}
 			if max := int64(tt.bound + clients + 1); peak.Load() > max {
 				t.Errorf("peak requests in process %d, want at most %d", peak.Load(), max)
