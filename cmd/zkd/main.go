@@ -231,6 +231,11 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	}
 	sc.SlowRequestThreshold = time.Duration(slowMs) * time.Millisecond
 	sc.Logger = log.Named("server")
+	extra, err := securityConfig(c, &sc)
+	if err != nil {
+		return qc, nc, sc, err
+	}
+	nc.Tree.ExtraAuthSchemes = append(nc.Tree.ExtraAuthSchemes, extra...)
 	if err := sc.Validate(); err != nil {
 		return qc, nc, sc, err
 	}
@@ -282,10 +287,10 @@ func run(c *zooCfg, log *zap.Logger) error {
 		return err
 	}
 	srv.Store(s)
-	ln, err := net.Listen("tcp", sc.ClientAddr)
+	ln, err := clientListener(c, sc, log)
 	if err != nil {
 		node.Close()
-		return fmt.Errorf("zkd: listen on %s: %w", sc.ClientAddr, err)
+		return err
 	}
 	// The readiness line: standalone, now; an ensemble member once it is
 	// in touch with a leader (it listens before, refusing clients).

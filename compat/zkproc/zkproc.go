@@ -36,6 +36,9 @@ const (
 	zooKeeperJar = "/usr/share/java/zookeeper.jar"
 	slf4jJar     = "/usr/share/java/slf4j-simple.jar"
 	servletJar   = "/usr/share/java/servlet-api.jar" // for the admin server (Jetty)
+	// nettyCodecJar is missing from the manifest too; NettyServerCnxnFactory
+	// (serverCnxnFactory, needed for secureClientPort) fails without it.
+	nettyCodecJar = "/usr/share/java/netty-codec.jar"
 )
 
 // AptCommand is the command that installs every peer the test suites use.
@@ -357,7 +360,7 @@ func (s *Server) prepare(t testing.TB, opts Options) error {
 			"-Dzookeeper.jmx.log4j.disable=true",
 		}
 		s.argv = append(s.argv, opts.JVMFlags...)
-		s.argv = append(s.argv, "-cp", zooKeeperJar+":"+slf4jJar+":"+servletJar, main, s.CfgPath)
+		s.argv = append(s.argv, "-cp", zooKeeperJar+":"+slf4jJar+":"+servletJar+":"+nettyCodecJar, main, s.CfgPath)
 	default:
 		return fmt.Errorf("unknown kind %q", s.Kind)
 	}

@@ -172,7 +172,11 @@ func pemBlocks(data []byte, password string) (crypto.PrivateKey, []*x509.Certifi
 			key = k
 		}
 	}
-	_ = password // PEM stores are read unencrypted (see above)
+	if key != nil && password != "" {
+		// ZooKeeper then reads the key as encrypted and fails every
+		// handshake; zkd says so at start.
+		return nil, nil, errors.New("a password is set but the PEM private key is not encrypted: remove the password")
+	}
 	return key, certs, nil
 }
 

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/server"
+	"github.com/zkd/zkd/server/tlsconf"
+)
+
+// x509ProviderClass is ZooKeeper's X509AuthenticationProvider, which an
+// authProvider.N key must name for client certificates to become x509
+// identities.
+const x509ProviderClass = "org.apache.zookeeper.server.auth.X509AuthenticationProvider"
+
+// refusedSecurityKeys are security settings of ZooKeeper 3.8 that zkd does
+// not implement. Each stops zkd at start when set to anything but its
+// default, so an operator never believes a protection is on that is not.
+var refusedSecurityKeys = []struct {
+	prop string // full system property name
+	off  string // the value that asks for nothing ("" : any value is refused)
+	why  string
+}{
+	{"zookeeper.sslQuorum", "false", "TLS between members is not implemented by zkd"},
+	{"zookeeper.portUnification", "false", "TLS between members is not implemented by zkd"},
+	{"zookeeper.sslQuorumReloadCertFiles", "false", "TLS between members is not implemented by zkd"},
+	{"zookeeper.admin.forceHttps", "false", "the admin server does not serve HTTPS in zkd"},
+	{"zookeeper.admin.portUnification", "false", "the admin server does not serve HTTPS in zkd"},
+	{"zookeeper.admin.needClientAuth", "false", "the admin server does not serve HTTPS in zkd"},
+	{"zookeeper.ssl.quorum.keyStore.location", "", "TLS between members is not implemented by zkd (ssl.quorum.*)"},
+	{"zookeeper.ssl.quorum.trustStore.location", "", "TLS between members is not implemented by zkd (ssl.quorum.*)"},
+}
+
+// checkSecurityKeys returns an error naming the first refused security
+// key that is set.
+func checkSecurityKeys(c *zooCfg) error {
+	for _, k := range refusedSecurityKeys {
+		v, ok := c.Props[k.prop]
+		if !ok {
+			continue
+		}
+		if k.off != "" && strings.EqualFold(strings.TrimSpace(v), k.off) {
+			continue
+		}
+		return fmt.Errorf("zkd: %s=%s is not supported: %s; remove it to start", strings.TrimPrefix(k.prop, "zookeeper."), v, k.why)
+	}
+	return nil
+}
+
+// securityConfig sets the server's x509 and connection settings from the
+// zoo.cfg keys and system properties ZooKeeper 3.8 reads.
+func securityConfig(c *zooCfg, sc *server.Config) (extraSchemes []string, err error) {
+	if err := checkSecurityKeys(c); err != nil {
+		return nil, err
+	}
+	for _, k := range c.propNames() {
+		if strings.HasPrefix(k, "zookeeper.authProvider.") && strings.TrimSpace(c.Props[k]) == x509ProviderClass {
+			sc.X509Auth = true
+		}
+	}
+	if sc.X509Auth {
+		extraSchemes = append(extraSchemes, "x509")
+	}
+	sc.X509SuperUser, _ = c.prop("zookeeper.X509AuthenticationProvider.superUser")
+	ms, err := c.propInt("zookeeper.nio.sessionlessCnxnTimeout", 10000)
+	if err != nil {
+		return nil, err
+	}
+	if ms <= 0 {
+		return nil, fmt.Errorf("zkd: zookeeper.nio.sessionlessCnxnTimeout=%d must be positive", ms)
+	}
+	sc.SessionlessTimeout = time.Duration(ms) * time.Millisecond
+	sc.SecureClientPort = c.SecureClientPort
+	// Validate the client TLS settings even when no port uses them, so a
+	// refused setting (ssl.crl, ssl.ocsp…) never passes unnoticed.
+	if _, err := tlsconf.FromProps(c.prop, "zookeeper.ssl."); err != nil {
+		return nil, fmt.Errorf("zkd: %w", err)
+	}
+	return extraSchemes, nil
+}
+
+// clientListener opens the client port(s) as zoo.cfg asks: clientPort
+// (plaintext, or TLS and plaintext with client.portUnification=true) and
+// secureClientPort (TLS only), alone or both.
+func clientListener(c *zooCfg, sc server.Config, log *zap.Logger) (net.Listener, error) {
+	unified := c.propBool("zookeeper.client.portUnification")
+	secure := c.SecureClientPort > 0
+	var reloader *tlsconf.Reloader
+	if secure || unified {
+		opts, err := tlsconf.FromProps(c.prop, "zookeeper.ssl.")
+		if err != nil {
+			return nil, fmt.Errorf("zkd: %w", err)
+		}
+		if !opts.Enabled() {
+			return nil, fmt.Errorf("zkd: secureClientPort or client.portUnification needs ssl.keyStore.location")
+		}
+		reloader, err = tlsconf.NewReloader(opts, time.Second, func(err error) {
+			log.Warn("TLS key or trust store changed but could not be reloaded; still using the previous one", zap.Error(err))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("zkd: %w", err)
+		}
+		if f, ok := c.prop("zookeeper.serverCnxnFactory"); !ok || !strings.Contains(f, "Netty") {
+			log.Info("serverCnxnFactory is not NettyServerCnxnFactory: ZooKeeper would refuse TLS with it; zkd serves TLS regardless")
+		}
+	}
+	var lns []net.Listener
+	closeAll := func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}
+	if !secure || c.ClientPortSet {
+		ln, err := net.Listen("tcp", sc.ClientAddr)
+		if err != nil {
+			return nil, fmt.Errorf("zkd: listen on %s: %w", sc.ClientAddr, err)
+		}
+		if unified {
+			ln = tlsconf.UnifiedListener(ln, reloader.ServerConfig())
+			log.Info("client port serves TLS and plaintext (client.portUnification)", zap.String("addr", ln.Addr().String()))
+		}
+		lns = append(lns, ln)
+	}
+	if secure {
+		host := c.SecureClientPortAddress
+		if host == "" {
+			host = c.ClientPortAddress
+		}
+		addr := net.JoinHostPort(host, strconv.Itoa(c.SecureClientPort))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("zkd: listen on secureClientPort %s: %w", addr, err)
+		}
+		lns = append(lns, tlsconf.SecureListener(ln, reloader.ServerConfig()))
+		log.Info("secure client port listening", zap.String("addr", ln.Addr().String()))
+	}
+	return tlsconf.Merge(lns...), nil
+}

@@ -1,0 +1,291 @@
+package zktls
+
+import (
+	"crypto/tls"
+	"crypto/x509/pkix"
+	"errors"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkd/zkd/compat/zkproc"
+	"github.com/zkd/zkd/server/tlsconf/tlstest"
+)
+
+// pki is one test's certificates and store files.
+type pki struct {
+	ca, other                   *tlstest.CA
+	server, alice, bob, expired *tlstest.Cert
+	stranger                    *tlstest.Cert
+	dir                         string
+}
+
+// aliceSubject is alice's subject as ZooKeeper prints it (RFC 2253).
+const aliceSubject = "CN=alice,OU=dev,O=zkd test"
+
+func newPKI(t *testing.T) *pki {
+	p := &pki{dir: t.TempDir()}
+	p.ca = tlstest.NewCA(t, "zkd test CA")
+	p.other = tlstest.NewCA(t, "someone else's CA")
+	p.server = p.ca.Issue(t, tlstest.Options{Subject: pkix.Name{CommonName: "localhost"}})
+	p.alice = p.ca.Issue(t, tlstest.Options{Subject: pkix.Name{CommonName: "alice", OrganizationalUnit: []string{"dev"}, Organization: []string{"zkd test"}}})
+	p.bob = p.ca.Issue(t, tlstest.Options{Subject: pkix.Name{CommonName: "bob"}})
+	p.expired = p.ca.Issue(t, tlstest.Options{Subject: pkix.Name{CommonName: "alice"}, Expired: true})
+	p.stranger = p.other.Issue(t, tlstest.Options{Subject: pkix.Name{CommonName: "alice"}})
+	return p
+}
+
+// storeCfg returns zoo.cfg lines naming the server's key store and the CA
+// trust store in the given format.
+func (p *pki) storeCfg(t *testing.T, typ string) map[string]string {
+	var key, trust string
+	switch typ {
+	case "PEM":
+		key, trust = p.server.WritePEM(t, p.dir, "server"), p.ca.WritePEM(t, p.dir, "ca")
+	case "PKCS12":
+		key, trust = p.server.WritePKCS12(t, p.dir, "server"), p.ca.WritePKCS12(t, p.dir, "ca")
+	case "JKS":
+		key, trust = p.server.WriteJKS(t, p.dir, "server"), p.ca.WriteJKS(t, p.dir, "ca")
+	}
+	cfg := map[string]string{
+		"ssl.keyStore.location":   key,
+		"ssl.keyStore.password":   tlstest.Password,
+		"ssl.keyStore.type":       typ,
+		"ssl.trustStore.location": trust,
+		"ssl.trustStore.password": tlstest.Password,
+		"ssl.trustStore.type":     typ,
+	}
+	if typ == "PEM" {
+		// PEM keys here are not encrypted: no password (ZooKeeper would
+		// try to decrypt the key with it).
+		delete(cfg, "ssl.keyStore.password")
+		delete(cfg, "ssl.trustStore.password")
+	}
+	return cfg
+}
+
+// clientTLS returns a client config presenting cert (nil: none) and
+// trusting the test CA.
+func (p *pki) clientTLS(cert *tlstest.Cert) *tls.Config {
+	c := &tls.Config{RootCAs: p.ca.Pool(), ServerName: "127.0.0.1"}
+	if cert != nil {
+		c.Certificates = []tls.Certificate{cert.TLS()}
+	}
+	return c
+}
+
+// dialer is a go-zk Dialer speaking TLS with conf.
+func dialer(conf *tls.Config) zk.Dialer {
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, conf)
+	}
+}
+
+type testLogger struct{ t *testing.T }
+
+func (l testLogger) Printf(format string, args ...any) { l.t.Logf("go-zk: "+format, args...) }
+
+// connect opens a go-zk session over TLS (conf nil: plaintext) and waits
+// for it, or returns an error when none comes within 10s.
+func connect(t *testing.T, addr string, conf *tls.Config) (*zk.Conn, error) {
+	var (
+		c      *zk.Conn
+		events <-chan zk.Event
+		err    error
+	)
+	if conf != nil {
+		c, events, err = zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(testLogger{t}), zk.WithDialer(dialer(conf)))
+	} else {
+		c, events, err = zk.Connect([]string{addr}, 10*time.Second, zk.WithLogger(testLogger{t}))
+	}
+	if err != nil {
+		return nil, err
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case ev := <-events:
+			if ev.State == zk.StateHasSession {
+				t.Cleanup(c.Close)
+				return c, nil
+			}
+		case <-timeout:
+			c.Close()
+			return nil, errors.New("no session within 10s")
+		}
+	}
+}
+
+// start starts kind with cfg, plus the lines every test here needs: a
+// secure port beside the plaintext one (zkproc checks readiness on the
+// latter), Netty (ZooKeeper serves TLS only with it) and the x509
+// provider.
+func start(t *testing.T, kind zkproc.Kind, cfg map[string]string, env ...string) (s *zkproc.Server, secureAddr string) {
+	t.Helper()
+	port := zkproc.FreePort(t)
+	extra := map[string]string{
+		"secureClientPort":  strconv.Itoa(port),
+		"serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+		"authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
+	}
+	for k, v := range cfg {
+		extra[k] = v
+	}
+	opts := zkproc.Options{ExtraCfg: extra, Env: env}
+	if kind == zkproc.KindZooKeeper {
+		for _, e := range env {
+			if v, ok := strings.CutPrefix(e, "SERVER_JVMFLAGS="); ok {
+				opts.JVMFlags = strings.Fields(v)
+			}
+		}
+		s = zkproc.StartZooKeeper(t, opts)
+	} else {
+		s = zkproc.StartZkd(t, opts)
+	}
+	return s, "127.0.0.1:" + strconv.Itoa(port)
+}
+
+var kinds = []zkproc.Kind{zkproc.KindZkd, zkproc.KindZooKeeper}
+
+// TestIntegration_TLSStoresAndX509: for each store type, a client with a
+// trusted certificate gets a session over TLS and the x509 identity of its
+// subject: a znode with ACL x509:<subject> is hers, not bob's, nor a
+// plaintext client's; the X509 super user reads it anyway.
+func TestIntegration_TLSStoresAndX509(t *testing.T) {
+	for _, kind := range kinds {
+		for _, typ := range []string{"PEM", "PKCS12", "JKS"} {
+			t.Run(string(kind)+"/"+typ, func(t *testing.T) {
+				p := newPKI(t)
+				cfg := p.storeCfg(t, typ)
+				var env []string
+				if typ == "JKS" {
+					// The -D form, as SERVER_JVMFLAGS in zkServer.sh.
+					env = []string{"SERVER_JVMFLAGS=-Dzookeeper.X509AuthenticationProvider.superUser=CN=bob"}
+				} else {
+					cfg["X509AuthenticationProvider.superUser"] = "CN=bob"
+				}
+				s, secure := start(t, kind, cfg, env...)
+				alice, err := connect(t, secure, p.clientTLS(p.alice))
+				if err != nil {
+					t.Fatalf("alice over TLS: %v", err)
+				}
+				acl := []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: aliceSubject}}
+				if _, err := alice.Create("/mine", []byte("a"), 0, acl); err != nil {
+					t.Fatalf("create with x509 ACL: %v", err)
+				}
+				if data, _, err := alice.Get("/mine"); err != nil || string(data) != "a" {
+					t.Fatalf("alice reads her znode: %q, %v", data, err)
+				}
+				got, _, err := alice.GetACL("/mine")
+				if err != nil || len(got) != 1 || got[0] != acl[0] {
+					t.Fatalf("getACL: %v, %v", got, err)
+				}
+				// "auth" expands to the connection's x509 id.
+				if _, err := alice.Create("/auth", nil, 0, []zk.ACL{{Perms: zk.PermAll, Scheme: "auth"}}); err != nil {
+					t.Fatalf("create with auth ACL: %v", err)
+				}
+				if got, _, err := alice.GetACL("/auth"); err != nil || len(got) != 1 || got[0].Scheme != "x509" || got[0].ID != aliceSubject {
+					t.Fatalf("auth ACL: %v, %v", got, err)
+				}
+				plain, err := connect(t, s.Addr, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, err := plain.Get("/mine"); !errors.Is(err, zk.ErrNoAuth) {
+					t.Fatalf("plaintext client reads alice's znode: %v, want no auth", err)
+				}
+				if err := plain.AddAuth("x509", nil); err == nil {
+					t.Fatal("addauth x509 without a certificate succeeded")
+				}
+				// bob is the super user by his certificate.
+				bob, err := connect(t, secure, p.clientTLS(p.bob))
+				if err != nil {
+					t.Fatalf("bob over TLS: %v", err)
+				}
+				if data, _, err := bob.Get("/mine"); err != nil || string(data) != "a" {
+					t.Fatalf("super user bob reads alice's znode: %q, %v", data, err)
+				}
+				if err := alice.AddAuth("x509", []byte("ignored")); err != nil {
+					t.Fatalf("addauth x509 with a certificate: %v", err)
+				}
+			})
+		}
+	}
+}
+
+// TestIntegration_TLSRefusals: an untrusted, expired or missing client
+// certificate (ssl.clientAuth=need, ZooKeeper's default), a plaintext
+// client on the TLS port and a client that never completes its handshake
+// are each refused or closed, while a good client keeps being served.
+func TestIntegration_TLSRefusals(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			p := newPKI(t)
+			_, secure := start(t, kind, p.storeCfg(t, "PKCS12"))
+			good, err := connect(t, secure, p.clientTLS(p.alice))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := good.Create("/n", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				t.Fatal(err)
+			}
+			// A client stuck before its handshake: it must not hold up others,
+			// and the server must close it.
+			idle, err := net.Dial("tcp", secure)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer idle.Close()
+			bad := map[string]*tls.Config{
+				"no certificate":        p.clientTLS(nil),
+				"expired certificate":   p.clientTLS(p.expired),
+				"untrusted certificate": p.clientTLS(p.stranger),
+				"untrusted server":      {RootCAs: p.other.Pool(), ServerName: "127.0.0.1", Certificates: []tls.Certificate{p.alice.TLS()}},
+			}
+			for name, conf := range bad {
+				if err := tlsRoundTrip(secure, conf); err == nil {
+					t.Errorf("%s: TLS connection served", name)
+				}
+				if _, err := good.Set("/n", []byte(name), -1); err != nil {
+					t.Fatalf("good client after %s: %v", name, err)
+				}
+			}
+			// Plaintext on the TLS port: a ConnectRequest frame gets no answer.
+			if err := zkproc.Handshake(secure, 5*time.Second); err == nil {
+				t.Error("plaintext handshake on the secure port succeeded")
+			}
+			idle.SetReadDeadline(time.Now().Add(60 * time.Second))
+			if _, err := io.Copy(io.Discard, idle); err != nil {
+				t.Errorf("idle connection: %v, want closed by the server", err)
+			}
+			if _, _, err := good.Get("/n"); err != nil {
+				t.Fatalf("good client at the end: %v", err)
+			}
+		})
+	}
+}
+
+// tlsRoundTrip dials with conf and reads, returning the first error: a
+// refused handshake shows at the dial (TLS 1.2) or the first read.
+func tlsRoundTrip(addr string, conf *tls.Config) error {
+	c, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, conf)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	// A ConnectRequest with protocol 0, timeout 30s, no session.
+	req := []byte{0, 0, 0, 44, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x75, 0x30, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16}
+	req = append(req, make([]byte, 16)...)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	var hdr [4]byte
+	_, err = io.ReadFull(c, hdr[:])
+	return err
+}
