@@ -289,3 +289,101 @@ func tlsRoundTrip(addr string, conf *tls.Config) error {
 	_, err = io.ReadFull(c, hdr[:])
 	return err
 }
+
+// TestIntegration_TLSPortUnification: with client.portUnification=true the
+// client port serves a TLS client and a plaintext one side by side.
+func TestIntegration_TLSPortUnification(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			p := newPKI(t)
+			cfg := p.storeCfg(t, "JKS")
+			cfg["client.portUnification"] = "true"
+			s, _ := start(t, kind, cfg)
+			secure, err := connect(t, s.Addr, p.clientTLS(p.alice))
+			if err != nil {
+				t.Fatalf("TLS on the unified port: %v", err)
+			}
+			plain, err := connect(t, s.Addr, nil)
+			if err != nil {
+				t.Fatalf("plaintext on the unified port: %v", err)
+			}
+			if _, err := secure.Create("/u", []byte("tls"), 0, []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: aliceSubject}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := plain.Get("/u"); !errors.Is(err, zk.ErrNoAuth) {
+				t.Fatalf("plaintext client reads an x509 znode: %v", err)
+			}
+			if data, _, err := secure.Get("/u"); err != nil || string(data) != "tls" {
+				t.Fatalf("TLS client: %q, %v", data, err)
+			}
+		})
+	}
+}
+
+// TestIntegration_TLSReload: replacing the key store file makes new
+// handshakes present the new certificate while an established session
+// carries on, on the same connection.
+func TestIntegration_TLSReload(t *testing.T) {
+	p := newPKI(t)
+	cfg := p.storeCfg(t, "PEM")
+	_, secure := start(t, zkproc.KindZkd, cfg)
+	sess, err := connect(t, secure, p.clientTLS(p.alice))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sess.SessionID()
+	peerCN := func() string {
+		t.Helper()
+		c, err := tls.Dial("tcp", secure, p.clientTLS(p.alice))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		return c.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	if cn := peerCN(); cn != "localhost" {
+		t.Fatalf("first certificate: %s", cn)
+	}
+	renewed := p.ca.Issue(t, tlstest.Options{Subject: pkix.Name{CommonName: "renewed"}})
+	renewed.WritePEM(t, p.dir, "server") // same path as storeCfg's
+	deadline := time.Now().Add(30 * time.Second)
+	for peerCN() != "renewed" {
+		if time.Now().After(deadline) {
+			t.Fatal("the renewed certificate was never presented")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := sess.Create("/after-reload", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("session after reload: %v", err)
+	}
+	if sess.SessionID() != id || sess.State() != zk.StateHasSession {
+		t.Fatalf("session changed: %x → %x, %v", id, sess.SessionID(), sess.State())
+	}
+}
+
+// TestIntegration_SessionlessTimeout: a plaintext connection that sends
+// nothing is closed after zookeeper.nio.sessionlessCnxnTimeout (set to 1s
+// here); ZooKeeper's NIO factory does the same.
+func TestIntegration_SessionlessTimeout(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			env := []string{"SERVER_JVMFLAGS=-Dzookeeper.nio.sessionlessCnxnTimeout=1000"}
+			var s *zkproc.Server
+			if kind == zkproc.KindZooKeeper {
+				s = zkproc.StartZooKeeper(t, zkproc.Options{JVMFlags: []string{"-Dzookeeper.nio.sessionlessCnxnTimeout=1000"}})
+			} else {
+				s = zkproc.StartZkd(t, zkproc.Options{Env: env})
+			}
+			c, err := net.Dial("tcp", s.Addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// Far beyond the 1s asked for, far below zkd's former 40s.
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			if _, err := io.Copy(io.Discard, c); err != nil {
+				t.Fatalf("silent connection: %v, want closed by the server", err)
+			}
+		})
+	}
+}
