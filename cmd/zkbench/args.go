@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // errHelp is returned by parseArgs for -h: usage was printed, exit 0.
@@ -43,6 +45,7 @@ type config struct {
 	verbose        bool
 	saslUser       string
 	saslPassword   string
+	dial           zk.Dialer // plain TCP, or TLS with -tls-ca
 }
 
 // parseArgs parses and validates zkbench's flags. Usage and flag errors go
@@ -69,12 +72,20 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.verbose, "v", false, "log the client library's messages to stderr")
 	fs.StringVar(&c.saslUser, "sasl-user", "", "for -workload session: authenticate each new session by SASL DIGEST-MD5 as this `user`")
 	fs.StringVar(&c.saslPassword, "sasl-password", "", "the -sasl-user's password")
+	var tf tlsFlags
+	fs.StringVar(&tf.ca, "tls-ca", "", "connect over TLS, trusting the CA certificate in this PEM `file`")
+	fs.StringVar(&tf.cert, "tls-cert", "", "client certificate PEM `file` for TLS (with -tls-key)")
+	fs.StringVar(&tf.key, "tls-key", "", "client private key PEM `file` for TLS (with -tls-cert)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: zkbench -servers host:port[,...] -workload %s -clients N -duration D [flags]\n",
 			strings.Join(workloads, "|"))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	var err error
+	if c.dial, err = tf.dialer(); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {
