@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkd/zkd/quorum"
 	"github.com/zkd/zkd/server"
 	"github.com/zkd/zkd/server/tlsconf"
 )
@@ -26,14 +27,10 @@ var refusedSecurityKeys = []struct {
 	off  string // the value that asks for nothing ("" : any value is refused)
 	why  string
 }{
-	{"zookeeper.sslQuorum", "false", "TLS between members is not implemented by zkd"},
-	{"zookeeper.portUnification", "false", "TLS between members is not implemented by zkd"},
-	{"zookeeper.sslQuorumReloadCertFiles", "false", "TLS between members is not implemented by zkd"},
+	{"zookeeper.portUnification", "false", "zkd members cannot take TLS and plaintext on one quorum port: switch every member to sslQuorum at once"},
 	{"zookeeper.admin.forceHttps", "false", "the admin server does not serve HTTPS in zkd"},
 	{"zookeeper.admin.portUnification", "false", "the admin server does not serve HTTPS in zkd"},
 	{"zookeeper.admin.needClientAuth", "false", "the admin server does not serve HTTPS in zkd"},
-	{"zookeeper.ssl.quorum.keyStore.location", "", "TLS between members is not implemented by zkd (ssl.quorum.*)"},
-	{"zookeeper.ssl.quorum.trustStore.location", "", "TLS between members is not implemented by zkd (ssl.quorum.*)"},
 }
 
 // checkSecurityKeys returns an error naming the first refused security
@@ -141,4 +138,31 @@ func clientListener(c *zooCfg, sc server.Config, log *zap.Logger) (net.Listener,
 		log.Info("secure client port listening", zap.String("addr", ln.Addr().String()))
 	}
 	return tlsconf.Merge(lns...), nil
+}
+
+// quorumTLS returns the members' mutual TLS when sslQuorum=true, from the
+// ssl.quorum.* keys (reloaded when the files change, which is what
+// sslQuorumReloadCertFiles asks for), or nil.
+func quorumTLS(c *zooCfg, log *zap.Logger) (quorum.PeerTLS, error) {
+	if !c.propBool("zookeeper.sslQuorum") {
+		return nil, nil
+	}
+	const prefix = "zookeeper.ssl.quorum."
+	opts, err := tlsconf.FromProps(c.prop, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("zkd: %w", err)
+	}
+	if !opts.Enabled() || opts.TrustStoreLocation == "" {
+		return nil, fmt.Errorf("zkd: sslQuorum=true needs ssl.quorum.keyStore.location and ssl.quorum.trustStore.location")
+	}
+	if opts.ClientAuth != tlsconf.ClientAuthNeed {
+		return nil, fmt.Errorf("zkd: sslQuorum needs ssl.quorum.clientAuth=need (got %s): members authenticate each other", opts.ClientAuth)
+	}
+	r, err := tlsconf.NewReloader(opts, time.Second, func(err error) {
+		log.Warn("quorum TLS key or trust store changed but could not be reloaded; still using the previous one", zap.Error(err))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zkd: %w", err)
+	}
+	return r, nil
 }

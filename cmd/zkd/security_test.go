@@ -34,13 +34,14 @@ func TestSecurityKeys(t *testing.T) {
 		env       []string
 		want      string // "" : accepted
 	}{
-		{"sslQuorum", "sslQuorum=true\n", nil, "sslQuorum=true"},
+		{"sslQuorum without stores", "sslQuorum=true\n", nil, "ssl.quorum.keyStore.location"},
 		{"sslQuorum off", "sslQuorum=false\n", nil, ""},
 		{"quorum sasl", "quorum.auth.enableSasl=true\n", nil, "quorum.auth.enableSasl"},
 		{"quorum sasl flag", "", []string{"SERVER_JVMFLAGS=-Dzookeeper.quorum.auth.learnerRequireSasl=true"}, "quorum.auth.learnerRequireSasl"},
 		{"quorum portUnification", "portUnification=true\n", nil, "portUnification"},
 		{"admin https", "admin.forceHttps=true\n", nil, "admin.forceHttps"},
-		{"ssl.quorum keystore", "ssl.quorum.keyStore.location=/x.jks\n", nil, "ssl.quorum.keyStore.location"},
+		{"ssl.quorum crl", "sslQuorum=true\nssl.quorum.crl=true\n", nil, "ssl.quorum.crl"},
+		{"ssl.quorum want", "sslQuorum=true\nssl.quorum.keyStore.location=/k.pem\nssl.quorum.trustStore.location=/t.pem\nssl.quorum.clientAuth=want\n", nil, "clientAuth=need"},
 		{"crl", "ssl.crl=true\n", nil, "ssl.crl"},
 		{"ocsp flag", "", []string{"JVMFLAGS=-Dzookeeper.ssl.ocsp=true"}, "ssl.ocsp"},
 		{"bad clientAuth", "ssl.clientAuth=maybe\n", nil, "clientAuth"},

@@ -529,6 +529,11 @@ func (s *Server) Restart(t testing.TB) {
 	}
 }
 
+// Start starts a stopped server again on the same directory,
+// configuration and port without waiting for it to serve (a member that
+// should stay out of its ensemble never will).
+func (s *Server) Start() error { return s.start() }
+
 // Pause stops the process with SIGSTOP: its sockets stay open but nothing
 // answers, as with a long GC pause or a hung machine.
 func (s *Server) Pause() {

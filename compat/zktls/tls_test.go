@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -385,5 +386,79 @@ func TestIntegration_SessionlessTimeout(t *testing.T) {
 				t.Fatalf("silent connection: %v, want closed by the server", err)
 			}
 		})
+	}
+}
+
+// TestIntegration_SSLQuorum: a 3-member zkd ensemble with sslQuorum=true
+// replicates and forwards over mutual TLS; restarted with a certificate
+// from a CA the others do not trust, a member is kept out (it never
+// serves) while the other two go on taking writes.
+func TestIntegration_SSLQuorum(t *testing.T) {
+	p := newPKI(t)
+	quorumKS := p.server.WriteJKS(t, p.dir, "quorum")
+	cfg := map[string]string{
+		"sslQuorum":                      "true",
+		"ssl.quorum.keyStore.location":   quorumKS,
+		"ssl.quorum.keyStore.password":   tlstest.Password,
+		"ssl.quorum.trustStore.location": p.ca.WritePEM(t, p.dir, "quorum-ca"),
+	}
+	members := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{ExtraCfg: cfg, TickTime: 200})
+	conns := make([]*zk.Conn, 3)
+	for i, m := range members {
+		c, err := connect(t, m.Addr, nil)
+		if err != nil {
+			t.Fatalf("member %d: %v", i+1, err)
+		}
+		conns[i] = c
+	}
+	// Writes through every member: the followers forward over TLS.
+	for i, c := range conns {
+		if _, err := c.Create("/q"+strconv.Itoa(i), []byte("v"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("create through member %d: %v", i+1, err)
+		}
+	}
+	for i, c := range conns {
+		if _, err := c.Sync("/"); err != nil {
+			t.Fatal(err)
+		}
+		for j := range conns {
+			if _, _, err := c.Get("/q" + strconv.Itoa(j)); err != nil {
+				t.Fatalf("member %d reads /q%d: %v", i+1, j, err)
+			}
+		}
+	}
+
+	// Member 3 comes back with an untrusted certificate.
+	out := members[2]
+	out.Stop()
+	cfgText, err := os.ReadFile(out.CfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	strangerKS := p.stranger.WriteJKS(t, p.dir, "stranger")
+	if err := os.WriteFile(out.CfgPath, []byte(strings.ReplaceAll(string(cfgText), quorumKS, strangerKS)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := len(out.Log())
+	if err := out.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until it has tried the others and failed the handshake.
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(out.Log()[before:], "certificate") {
+		if time.Now().After(deadline) {
+			t.Fatalf("member 3 never reported a refused handshake:\n%s", out.Log())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := zkproc.Handshake(out.Addr, 2*time.Second); err == nil {
+		t.Fatal("the member with an untrusted certificate serves clients")
+	}
+	t.Logf("member 3 after restart:\n%s", out.Log()[before:])
+	if _, err := conns[0].Create("/after", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("the two trusted members stopped taking writes: %v", err)
+	}
+	if _, err := conns[1].Set("/after", []byte("x"), -1); err != nil {
+		t.Fatalf("forwarded write on member 2: %v", err)
 	}
 }
