@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -461,4 +462,66 @@ func TestIntegration_SSLQuorum(t *testing.T) {
 	if _, err := conns[1].Set("/after", []byte("x"), -1); err != nil {
 		t.Fatalf("forwarded write on member 2: %v", err)
 	}
+}
+
+// zkCliPath is Debian's zkCli.sh: ZooKeeper 3.8's Java client.
+const zkCliPath = "/usr/share/zookeeper/bin/zkCli.sh"
+
+// TestIntegration_JavaClientTLS: ZooKeeper's own Java client (zkCli.sh)
+// with zookeeper.client.secure=true over ClientCnxnSocketNetty, its key
+// and trust stores in each of PEM, PKCS12 and JKS, reaches the secure
+// port and acts as the x509 identity of its certificate.
+func TestIntegration_JavaClientTLS(t *testing.T) {
+	zkproc.RequireZooKeeper(t)
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			p := newPKI(t)
+			_, secure := start(t, kind, p.storeCfg(t, "JKS"))
+			stores := map[string][2]string{
+				"PEM":    {p.alice.WritePEM(t, p.dir, "java-client"), p.ca.WritePEM(t, p.dir, "java-ca")},
+				"PKCS12": {p.alice.WritePKCS12(t, p.dir, "java-client"), p.ca.WritePKCS12(t, p.dir, "java-ca")},
+				"JKS":    {p.alice.WriteJKS(t, p.dir, "java-client"), p.ca.WriteJKS(t, p.dir, "java-ca")},
+			}
+			for _, typ := range []string{"PEM", "PKCS12", "JKS"} {
+				flags := []string{
+					"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+					// Debian's zkCli.sh classpath lacks netty-codec, which the
+					// Netty client needs; the jars it uses must then come from
+					// the same class loader.
+					"-Xbootclasspath/a:" + nettyJars(),
+					"-Dzookeeper.client.secure=true",
+					"-Dzookeeper.clientCnxnSocket=org.apache.zookeeper.ClientCnxnSocketNetty",
+					"-Dzookeeper.ssl.keyStore.location=" + stores[typ][0],
+					"-Dzookeeper.ssl.keyStore.type=" + typ,
+					"-Dzookeeper.ssl.trustStore.location=" + stores[typ][1],
+					"-Dzookeeper.ssl.trustStore.type=" + typ,
+				}
+				if typ != "PEM" {
+					flags = append(flags, "-Dzookeeper.ssl.keyStore.password="+tlstest.Password,
+						"-Dzookeeper.ssl.trustStore.password="+tlstest.Password)
+				}
+				node := "/java-" + typ
+				script := "create " + node + " v auth::cdrwa\nget " + node + "\ngetAcl " + node + "\nwhoami\nquit\n"
+				cmd := exec.Command(zkCliPath, "-server", secure)
+				cmd.Env = append(os.Environ(), "CLIENT_JVMFLAGS="+strings.Join(flags, " "))
+				cmd.Stdin = strings.NewReader(script)
+				out, err := cmd.CombinedOutput()
+				text := string(out)
+				if err != nil || !strings.Contains(text, "Created "+node) || !strings.Contains(text, "\nv\n") ||
+					!strings.Contains(text, "'x509,'"+strings.ReplaceAll(aliceSubject, ",", "%2C")) || !strings.Contains(text, "x509: "+aliceSubject) {
+					t.Fatalf("%s stores: zkCli.sh over TLS: %v\n%s", typ, err, text)
+				}
+			}
+		})
+	}
+}
+
+// nettyJars is the boot class path the Java client's Netty socket needs.
+func nettyJars() string {
+	var jars []string
+	for _, j := range []string{"buffer", "codec", "common", "handler", "resolver", "transport",
+		"transport-native-epoll", "transport-native-unix-common"} {
+		jars = append(jars, "/usr/share/java/netty-"+j+".jar")
+	}
+	return strings.Join(jars, ":")
 }
