@@ -252,6 +252,10 @@ func run(c *zooCfg, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	adminWrap, err := adminTLS(c, log)
+	if err != nil {
+		return err
+	}
 	if len(c.Unknown) > 0 {
 		log.Info("zoo.cfg keys accepted without effect", zap.Strings("keys", c.Unknown))
 	}
@@ -322,7 +326,7 @@ func run(c *zooCfg, log *zap.Logger) error {
 
 	var https []*http.Server
 	if c.AdminEnable {
-		https = append(https, startHTTP(log, "admin", net.JoinHostPort(c.AdminAddress, strconv.Itoa(c.AdminPort)), s.AdminHandler()))
+		https = append(https, startHTTPWrapped(log, "admin", net.JoinHostPort(c.AdminAddress, strconv.Itoa(c.AdminPort)), s.AdminHandler(), adminWrap))
 	}
 	if c.MetricsEnabled {
 		mux := http.NewServeMux()
@@ -501,10 +505,19 @@ func (b backend) RaftStats() server.RaftStats {
 // startHTTP serves h on addr in the background. As in ZooKeeper, a port
 // that cannot be bound is logged and the member runs on without it.
 func startHTTP(log *zap.Logger, what, addr string, h http.Handler) *http.Server {
+	return startHTTPWrapped(log, what, addr, h, nil)
+}
+
+// startHTTPWrapped is startHTTP with the listener wrapped by wrap (TLS)
+// unless wrap is nil.
+func startHTTPWrapped(log *zap.Logger, what, addr string, h http.Handler, wrap func(net.Listener) net.Listener) *http.Server {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Warn("http server not started", zap.String("server", what), zap.String("addr", addr), zap.Error(err))
 		return nil
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

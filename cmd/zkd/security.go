@@ -28,9 +28,7 @@ var refusedSecurityKeys = []struct {
 	why  string
 }{
 	{"zookeeper.portUnification", "false", "zkd members cannot take TLS and plaintext on one quorum port: switch every member to sslQuorum at once"},
-	{"zookeeper.admin.forceHttps", "false", "the admin server does not serve HTTPS in zkd"},
-	{"zookeeper.admin.portUnification", "false", "the admin server does not serve HTTPS in zkd"},
-	{"zookeeper.admin.needClientAuth", "false", "the admin server does not serve HTTPS in zkd"},
+	{"zookeeper.admin.needClientAuth", "false", "the admin server does not check client certificates (ZooKeeper 3.8's does not either)"},
 }
 
 // checkSecurityKeys returns an error naming the first refused security
@@ -165,4 +163,39 @@ func quorumTLS(c *zooCfg, log *zap.Logger) (quorum.PeerTLS, error) {
 		return nil, fmt.Errorf("zkd: %w", err)
 	}
 	return r, nil
+}
+
+// adminTLS returns how the admin server's listener is wrapped, as ZooKeeper
+// 3.8's JettyAdminServer does with the ssl.quorum.* stores:
+// admin.forceHttps=true serves HTTPS only, admin.portUnification=true HTTP
+// and HTTPS on one port; otherwise nil (plain HTTP).
+func adminTLS(c *zooCfg, log *zap.Logger) (func(net.Listener) net.Listener, error) {
+	force := c.propBool("zookeeper.admin.forceHttps")
+	unified := c.propBool("zookeeper.admin.portUnification")
+	if !force && !unified {
+		return nil, nil
+	}
+	opts, err := tlsconf.FromProps(c.prop, "zookeeper.ssl.quorum.")
+	if err != nil {
+		return nil, fmt.Errorf("zkd: admin server: %w", err)
+	}
+	if !opts.Enabled() || opts.TrustStoreLocation == "" {
+		// ZooKeeper 3.8 loads both and, without them, runs with no admin
+		// server; zkd says so at start.
+		return nil, fmt.Errorf("zkd: admin.forceHttps or admin.portUnification needs ssl.quorum.keyStore.location and ssl.quorum.trustStore.location (ZooKeeper's admin server uses the quorum stores)")
+	}
+	// As Jetty's SslContextFactory there: no client certificate asked for.
+	opts.ClientAuth = tlsconf.ClientAuthNone
+	r, err := tlsconf.NewReloader(opts, time.Second, func(err error) {
+		log.Warn("admin server key store changed but could not be reloaded; still using the previous one", zap.Error(err))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zkd: admin server: %w", err)
+	}
+	if force {
+		return func(ln net.Listener) net.Listener { return tlsconf.SecureListener(ln, r.ServerConfig()) }, nil
+	}
+	return func(ln net.Listener) net.Listener {
+		return tlsconf.DetectingListener(ln, r.ServerConfig(), 5*time.Second)
+	}, nil
 }

@@ -39,7 +39,8 @@ func TestSecurityKeys(t *testing.T) {
 		{"quorum sasl", "quorum.auth.enableSasl=true\n", nil, "quorum.auth.enableSasl"},
 		{"quorum sasl flag", "", []string{"SERVER_JVMFLAGS=-Dzookeeper.quorum.auth.learnerRequireSasl=true"}, "quorum.auth.learnerRequireSasl"},
 		{"quorum portUnification", "portUnification=true\n", nil, "portUnification"},
-		{"admin https", "admin.forceHttps=true\n", nil, "admin.forceHttps"},
+		{"admin https without key store", "admin.forceHttps=true\n", nil, "ssl.quorum.keyStore.location"},
+		{"admin client auth", "admin.needClientAuth=true\n", nil, "admin.needClientAuth"},
 		{"ssl.quorum crl", "sslQuorum=true\nssl.quorum.crl=true\n", nil, "ssl.quorum.crl"},
 		{"ssl.quorum want", "sslQuorum=true\nssl.quorum.keyStore.location=/k.pem\nssl.quorum.trustStore.location=/t.pem\nssl.quorum.clientAuth=want\n", nil, "clientAuth=need"},
 		{"crl", "ssl.crl=true\n", nil, "ssl.crl"},
@@ -53,6 +54,9 @@ func TestSecurityKeys(t *testing.T) {
 			c, err := cfgFrom(t, tc.cfg, tc.env...)
 			if err == nil {
 				_, _, _, err = configs(c, zap.NewNop())
+			}
+			if err == nil {
+				_, err = adminTLS(c, zap.NewNop())
 			}
 			switch {
 			case tc.want == "" && err != nil:

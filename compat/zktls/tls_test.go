@@ -4,8 +4,10 @@ import (
 	"crypto/tls"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -524,4 +526,59 @@ func nettyJars() string {
 		jars = append(jars, "/usr/share/java/netty-"+j+".jar")
 	}
 	return strings.Join(jars, ":")
+}
+
+// TestIntegration_AdminHTTPS: admin.forceHttps serves the admin commands
+// over HTTPS only, with the ssl.quorum.* key store, and
+// admin.portUnification serves HTTP and HTTPS on one port, as ZooKeeper
+// 3.8's Jetty admin server does.
+func TestIntegration_AdminHTTPS(t *testing.T) {
+	for _, kind := range kinds {
+		for _, mode := range []string{"forceHttps", "portUnification"} {
+			t.Run(string(kind)+"/"+mode, func(t *testing.T) {
+				p := newPKI(t)
+				opts := zkproc.Options{AdminServer: true, ExtraCfg: map[string]string{
+					"admin." + mode:                "true",
+					"ssl.quorum.keyStore.location": p.server.WritePKCS12(t, p.dir, "admin"),
+					"ssl.quorum.keyStore.password": tlstest.Password,
+					// ZooKeeper's admin server will not start without one.
+					"ssl.quorum.trustStore.location": p.ca.WritePEM(t, p.dir, "admin-ca"),
+				}}
+				var s *zkproc.Server
+				if kind == zkproc.KindZooKeeper {
+					s = zkproc.StartZooKeeper(t, opts)
+				} else {
+					s = zkproc.StartZkd(t, opts)
+				}
+				get := func(scheme string) error {
+					c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: p.clientTLS(nil)}}
+					resp, err := c.Get(scheme + "://" + s.AdminAddr + "/commands/ruok")
+					if err != nil {
+						return err
+					}
+					defer resp.Body.Close()
+					body, _ := io.ReadAll(resp.Body)
+					if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"command"`) {
+						return fmt.Errorf("status %d: %s", resp.StatusCode, body)
+					}
+					return nil
+				}
+				var err error
+				deadline := time.Now().Add(30 * time.Second)
+				for err = get("https"); err != nil && time.Now().Before(deadline); err = get("https") {
+					time.Sleep(200 * time.Millisecond) // ZooKeeper starts its admin server last
+				}
+				if err != nil {
+					t.Fatalf("https: %v\n%s", err, s.Log())
+				}
+				err = get("http")
+				if mode == "forceHttps" && err == nil {
+					t.Fatal("plain http served with admin.forceHttps")
+				}
+				if mode == "portUnification" && err != nil {
+					t.Fatalf("plain http with admin.portUnification: %v", err)
+				}
+			})
+		}
+	}
 }

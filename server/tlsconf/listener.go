@@ -170,3 +170,83 @@ func (m *merged) Close() error {
 }
 
 func (m *merged) Addr() net.Addr { return m.lns[0].Addr() }
+
+// DetectingListener returns a listener serving TLS and plaintext on one
+// port for servers that need a *tls.Conn to know a connection is TLS
+// (net/http): each accepted connection's first byte is read in its own
+// goroutine, within timeout, and Accept returns a *tls.Conn (handshake
+// still to come) or the plaintext connection. ZooKeeper's admin server
+// does this with admin.portUnification.
+func DetectingListener(ln net.Listener, conf *tls.Config, timeout time.Duration) net.Listener {
+	d := &detecting{Listener: ln, conf: conf, timeout: timeout, ready: make(chan net.Conn), quit: make(chan struct{}), errc: make(chan error, 1)}
+	go d.acceptLoop()
+	return d
+}
+
+type detecting struct {
+	net.Listener
+	conf    *tls.Config
+	timeout time.Duration
+	ready   chan net.Conn
+	errc    chan error
+	quit    chan struct{}
+	once    sync.Once
+}
+
+func (d *detecting) acceptLoop() {
+	for {
+		c, err := d.Listener.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			select {
+			case d.errc <- err:
+			case <-d.quit:
+			}
+			return
+		}
+		go d.detect(c)
+	}
+}
+
+// detect reads c's first byte and hands the connection to Accept.
+func (d *detecting) detect(c net.Conn) {
+	c.SetReadDeadline(time.Now().Add(d.timeout))
+	var b [1]byte
+	if _, err := c.Read(b[:]); err != nil {
+		c.Close()
+		return
+	}
+	c.SetReadDeadline(time.Time{})
+	var out net.Conn = &prefixConn{Conn: c, prefix: b[:]}
+	if b[0] == recordTypeHandshake {
+		out = tls.Server(out, d.conf)
+	}
+	select {
+	case d.ready <- out:
+	case <-d.quit:
+		c.Close()
+	}
+}
+
+func (d *detecting) Accept() (net.Conn, error) {
+	select {
+	case c := <-d.ready:
+		return c, nil
+	case err := <-d.errc:
+		return nil, err
+	case <-d.quit:
+		return nil, net.ErrClosed
+	}
+}
+
+func (d *detecting) Close() error {
+	var err error
+	d.once.Do(func() {
+		close(d.quit)
+		err = d.Listener.Close()
+	})
+	return err
+}
