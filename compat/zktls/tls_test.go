@@ -392,11 +392,18 @@ func TestIntegration_SessionlessTimeout(t *testing.T) {
 	}
 }
 
-// TestIntegration_SSLQuorum: a 3-member zkd ensemble with sslQuorum=true
+// TestIntegration_SSLQuorum: a 3-member ensemble with sslQuorum=true
 // replicates and forwards over mutual TLS; restarted with a certificate
 // from a CA the others do not trust, a member is kept out (it never
-// serves) while the other two go on taking writes.
+// serves) while the other two go on taking writes. zkd and ZooKeeper 3.8
+// alike.
 func TestIntegration_SSLQuorum(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) { testSSLQuorum(t, kind) })
+	}
+}
+
+func testSSLQuorum(t *testing.T, kind zkproc.Kind) {
 	p := newPKI(t)
 	quorumKS := p.server.WriteJKS(t, p.dir, "quorum")
 	cfg := map[string]string{
@@ -405,7 +412,12 @@ func TestIntegration_SSLQuorum(t *testing.T) {
 		"ssl.quorum.keyStore.password":   tlstest.Password,
 		"ssl.quorum.trustStore.location": p.ca.WritePEM(t, p.dir, "quorum-ca"),
 	}
-	members := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{ExtraCfg: cfg, TickTime: 200})
+	var members []*zkproc.Server
+	if kind == zkproc.KindZooKeeper {
+		members = zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{ExtraCfg: cfg, TickTime: 200})
+	} else {
+		members = zkproc.StartZkdEnsemble(t, 3, zkproc.Options{ExtraCfg: cfg, TickTime: 200})
+	}
 	conns := make([]*zk.Conn, 3)
 	for i, m := range members {
 		c, err := connect(t, m.Addr, nil)
@@ -446,18 +458,27 @@ func TestIntegration_SSLQuorum(t *testing.T) {
 	if err := out.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until it has tried the others and failed the handshake.
-	deadline := time.Now().Add(60 * time.Second)
-	for !strings.Contains(out.Log()[before:], "certificate") {
-		if time.Now().After(deadline) {
-			t.Fatalf("member 3 never reported a refused handshake:\n%s", out.Log())
+	// Wait until it has tried the others and failed (zkd: "TLS handshake
+	// … bad certificate"; ZooKeeper: "Cannot open channel" with an
+	// SSLHandshakeException) and says it is not serving.
+	refused := func() bool {
+		log := out.Log()[before:]
+		if !strings.Contains(log, "certificat") && !strings.Contains(log, "Cannot open channel") {
+			return false
 		}
-		time.Sleep(100 * time.Millisecond)
+		srvr, err := out.FourLetter("srvr")
+		return err == nil && strings.Contains(srvr, "not currently serving")
+	}
+	deadline := time.Now().Add(120 * time.Second)
+	for !refused() {
+		if time.Now().After(deadline) {
+			t.Fatalf("member 3 never reported a refused handshake:\n%s", out.Log()[before:])
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	if err := zkproc.Handshake(out.Addr, 2*time.Second); err == nil {
 		t.Fatal("the member with an untrusted certificate serves clients")
 	}
-	t.Logf("member 3 after restart:\n%s", out.Log()[before:])
 	if _, err := conns[0].Create("/after", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("the two trusted members stopped taking writes: %v", err)
 	}
