@@ -24,6 +24,56 @@ type PeerTLS interface {
 	// serverName (a host name or IP), presenting this member's
 	// certificate.
 	ClientConfig(serverName string) *tls.Config
+	// VerifyPeerNames reports whether a listener also checks that a
+	// connecting member's certificate names the address it connects from
+	// (ssl.quorum.hostnameVerification, on by default in ZooKeeper).
+	VerifyPeerNames() bool
+}
+
+// serverTLS wraps an accepted connection in TLS; with VerifyPeerNames the
+// client certificate must name the remote IP address.
+func serverTLS(pt PeerTLS, c net.Conn) *tls.Conn {
+	conf := pt.ServerConfig()
+	if pt.VerifyPeerNames() {
+		ip, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		conf = conf.Clone()
+		base := conf.GetConfigForClient
+		conf.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+			cc := conf
+			if base != nil {
+				var err error
+				if cc, err = base(hello); err != nil || cc == nil {
+					return cc, err
+				}
+			}
+			cc = cc.Clone()
+			cc.VerifyConnection = func(cs tls.ConnectionState) error {
+				if len(cs.PeerCertificates) == 0 {
+					return fmt.Errorf("quorum: member at %s sent no certificate", ip)
+				}
+				if err := cs.PeerCertificates[0].VerifyHostname(ip); err != nil {
+					return fmt.Errorf("quorum: member certificate does not name %s: %w", ip, err)
+				}
+				return nil
+			}
+			return cc, nil
+		}
+	}
+	return tls.Server(c, conf)
+}
+
+// peerListener is the election listener behind mutual TLS.
+type peerListener struct {
+	net.Listener
+	tls PeerTLS
+}
+
+func (l *peerListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return serverTLS(l.tls, c), nil
 }
 
 // tlsStream is raft's stream layer over mutual TLS.
@@ -40,7 +90,7 @@ func (s *tlsStream) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return tls.Server(c, s.tls.ServerConfig()), nil
+	return serverTLS(s.tls, c), nil
 }
 
 // Addr is the address raft advertises: the quorum address.
@@ -102,5 +152,5 @@ func (m *Member) listenElection(addr string) (net.Listener, error) {
 	if err != nil || m.cfg.PeerTLS == nil {
 		return ln, err
 	}
-	return tls.NewListener(ln, m.cfg.PeerTLS.ServerConfig()), nil
+	return &peerListener{Listener: ln, tls: m.cfg.PeerTLS}, nil
 }

@@ -324,6 +324,10 @@ func (r *Reloader) ServerConfig() *tls.Config {
 	}
 }
 
+// VerifyPeerNames reports ssl.*.hostnameVerification: used between
+// members, where both ends check the other's name.
+func (r *Reloader) VerifyPeerNames() bool { return r.opts.HostnameVerification }
+
 // Certificate returns the certificate currently presented.
 func (r *Reloader) Certificate() tls.Certificate { return r.cur.Load().cert }
 

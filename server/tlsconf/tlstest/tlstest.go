@@ -81,6 +81,9 @@ type Options struct {
 	RawSubject []byte
 	// Expired makes a certificate whose validity ended an hour ago.
 	Expired bool
+	// DNSNames, if set, replace the default names (127.0.0.1 and
+	// localhost): the certificate then names no IP address.
+	DNSNames []string
 }
 
 // Issue makes a certificate for 127.0.0.1 and localhost, usable by both
@@ -101,6 +104,9 @@ func (ca *CA) Issue(t testing.TB, o Options) *Cert {
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		DNSNames:     []string{"localhost"},
 		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	if len(o.DNSNames) > 0 {
+		tmpl.DNSNames, tmpl.IPAddresses = o.DNSNames, nil
 	}
 	if o.Expired {
 		tmpl.NotBefore = time.Now().Add(-48 * time.Hour)
