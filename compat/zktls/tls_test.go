@@ -86,7 +86,9 @@ func (p *pki) clientTLS(cert *tlstest.Cert) *tls.Config {
 // dialer is a go-zk Dialer speaking TLS with conf.
 func dialer(conf *tls.Config) zk.Dialer {
 	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
-		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, conf)
+		// go-zk's connect timeout (1s) bounds the dial; the handshake
+		// with a busy ZooKeeper may take longer.
+		return tls.DialWithDialer(&net.Dialer{Timeout: max(timeout, 15*time.Second)}, network, addr, conf)
 	}
 }
 
@@ -95,7 +97,7 @@ type testLogger struct{ t *testing.T }
 func (l testLogger) Printf(format string, args ...any) { l.t.Logf("go-zk: "+format, args...) }
 
 // connect opens a go-zk session over TLS (conf nil: plaintext) and waits
-// for it, or returns an error when none comes within 10s.
+// for it, or returns an error when none comes within 45s.
 func connect(t *testing.T, addr string, conf *tls.Config) (*zk.Conn, error) {
 	var (
 		c      *zk.Conn
@@ -110,7 +112,7 @@ func connect(t *testing.T, addr string, conf *tls.Config) (*zk.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(45 * time.Second) // ZooKeeper builds an SSL context per connection: slow on a busy machine
 	for {
 		select {
 		case ev := <-events:
@@ -120,7 +122,7 @@ func connect(t *testing.T, addr string, conf *tls.Config) (*zk.Conn, error) {
 			}
 		case <-timeout:
 			c.Close()
-			return nil, errors.New("no session within 10s")
+			return nil, errors.New("no session within 45s")
 		}
 	}
 }
