@@ -232,7 +232,11 @@ func TestIntegration_TLSRefusals(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			p := newPKI(t)
-			_, secure := start(t, kind, p.storeCfg(t, "PKCS12"))
+			s, secure := start(t, kind, p.storeCfg(t, "PKCS12"))
+			_, port, _ := net.SplitHostPort(secure)
+			if conf, err := s.FourLetter("conf"); err != nil || !strings.Contains(conf, "secureClientPort="+port+"\n") {
+				t.Fatalf("conf does not report secureClientPort=%s: %v\n%s", port, err, conf)
+			}
 			good, err := connect(t, secure, p.clientTLS(p.alice))
 			if err != nil {
 				t.Fatal(err)
