@@ -205,6 +205,14 @@ func TestIntegration_TLSStoresAndX509(t *testing.T) {
 				if _, _, err := plain.Get("/mine"); !errors.Is(err, zk.ErrNoAuth) {
 					t.Fatalf("plaintext client reads alice's znode: %v, want no auth", err)
 				}
+				// multi: all or nothing under the x509 ACL.
+				if _, err := plain.Multi(&zk.SetDataRequest{Path: "/mine", Data: []byte("p"), Version: -1}); !errors.Is(err, zk.ErrNoAuth) {
+					t.Fatalf("plaintext multi on alice's znode: %v, want no auth", err)
+				}
+				if _, err := alice.Multi(&zk.SetDataRequest{Path: "/mine", Data: []byte("a"), Version: -1},
+					&zk.CreateRequest{Path: "/mine/child", Data: nil, Acl: acl}); err != nil {
+					t.Fatalf("alice's multi: %v", err)
+				}
 				if err := plain.AddAuth("x509", nil); err == nil {
 					t.Fatal("addauth x509 without a certificate succeeded")
 				}
