@@ -148,6 +148,9 @@ type Config struct {
 	// ReadOnlyMode (readonlymode.enabled) lets a member that lost the
 	// quorum serve read-only clients.
 	ReadOnlyMode bool
+	// PeerTLS, when set (sslQuorum=true), secures the quorum and election
+	// ports with mutual TLS. Default nil: plaintext.
+	PeerTLS PeerTLS
 	// Logger receives the package's logs. Default: no logs.
 	Logger *zap.Logger
 }

@@ -529,7 +529,7 @@ func (f *forwarder) dial(leader raft.ServerID) *fconn {
 	if !ok {
 		return nil
 	}
-	nc, err := net.DialTimeout("tcp", p.ElectionAddr(), f.m.timing.HoldTimeout)
+	nc, err := f.m.dialPeer(p.ElectionAddr(), f.m.timing.HoldTimeout)
 	if err != nil {
 		f.log().Debug("forward dial failed", zap.String("peer", p.ElectionAddr()), zap.Error(err))
 		return nil

@@ -73,12 +73,11 @@ func Open(cfg Config, nc zab.Config) (*Member, error) {
 	if err != nil {
 		return nil, fmt.Errorf("quorum: quorum address %s: %w", self.QuorumAddr(), err)
 	}
-	trans, err := raft.NewTCPTransportWithLogger(self.QuorumAddr(), tcpAddr, 3, m.timing.TransportTimeout,
-		store.NewHCLogger(cfg.Logger.Named("transport")))
+	trans, err := m.transport(self.QuorumAddr(), tcpAddr, store.NewHCLogger(cfg.Logger.Named("transport")))
 	if err != nil {
 		return nil, fmt.Errorf("quorum: raft transport on %s: %w", self.QuorumAddr(), err)
 	}
-	ln, err := net.Listen("tcp", self.ElectionAddr())
+	ln, err := m.listenElection(self.ElectionAddr())
 	if err != nil {
 		trans.Close()
 		return nil, fmt.Errorf("quorum: listen on election port %s: %w", self.ElectionAddr(), err)
@@ -416,7 +415,7 @@ func (m *Member) inTouch(id int64) bool {
 	if !ok {
 		return false
 	}
-	c, err := net.DialTimeout("tcp", p.ElectionAddr(), m.timing.HeartbeatTimeout)
+	c, err := m.dialPeer(p.ElectionAddr(), m.timing.HeartbeatTimeout)
 	if err != nil {
 		return false
 	}

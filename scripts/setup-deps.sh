@@ -6,7 +6,7 @@
 # installs whatever is missing; otherwise it prints the command and fails.
 set -euo pipefail
 
-PKGS=(zookeeper python3-kazoo python3-cryptography libcurator-recipes-java)
+PKGS=(zookeeper python3-kazoo python3-cryptography libcurator-recipes-java openssl)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

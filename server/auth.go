@@ -53,6 +53,12 @@ func (c *conn) handleAuth(xid int32, body []byte) (frame []byte, ok bool) {
 		}
 	case schemeIP:
 		// The ip identity is always present (see authIDs).
+	case schemeX509:
+		if !c.addAuthX509() {
+			c.s.stats.authFailed.Add(1)
+			c.logger().Warn("x509 authentication failed: no verified client certificate, closing connection")
+			return encodeReply(jute.ReplyHeader{Xid: xid, Err: jute.CodeAuthFailed}, nil), false
+		}
 	default:
 		c.s.stats.authFailed.Add(1)
 		c.logger().Warn("authentication failed: unknown scheme, closing connection", zap.String("scheme", ap.Scheme))

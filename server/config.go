@@ -91,6 +91,8 @@ type Config struct {
 	ServerID int64
 	// ClientPort is reported by conf; 0 means the listener's port.
 	ClientPort int
+	// SecureClientPort is reported by conf; 0 means none (-1 in conf).
+	SecureClientPort int
 	// ConfExtra holds extra "key=value" lines appended to conf output, as
 	// ZooKeeper prints for ensembles (initLimit, syncLimit, membership…).
 	ConfExtra []string
@@ -98,6 +100,19 @@ type Config struct {
 	// long or more after it arrived is logged at warn with its session,
 	// op, path and latency. 0 disables the log. Default 1s.
 	SlowRequestThreshold time.Duration
+	// SessionlessTimeout is zookeeper.nio.sessionlessCnxnTimeout: a
+	// connection must complete its TLS handshake and send its first packet
+	// (ConnectRequest or 4-letter word) within it or be closed. Default 10s.
+	SessionlessTimeout time.Duration
+	// X509Auth reports that ZooKeeper's X509AuthenticationProvider is
+	// configured (authProvider.N=…X509AuthenticationProvider): a verified
+	// client certificate gives the connection the x509 id of its subject.
+	// Without it, as in ZooKeeper, a connection presenting a certificate is
+	// closed. Default false.
+	X509Auth bool
+	// X509SuperUser is zookeeper.X509AuthenticationProvider.superUser: a
+	// client whose certificate subject equals it is the superuser.
+	X509SuperUser string
 	// Logger receives the server's logs. Default zap.NewNop().
 	Logger *zap.Logger
 }
@@ -167,6 +182,14 @@ func (c *Config) Validate() error {
 		}
 	}
 	return nil
+}
+
+// sessionlessTimeout is the effective SessionlessTimeout.
+func (c *Config) sessionlessTimeout() time.Duration {
+	if c.SessionlessTimeout <= 0 {
+		return 10 * time.Second
+	}
+	return c.SessionlessTimeout
 }
 
 // minTimeout is the effective minimum session timeout.

@@ -51,6 +51,8 @@ type conn struct {
 	lingerExtra    atomic.Int64 // bytes linger reads beyond its 1 MiB: a refused frame's rest
 	readOnly       atomic.Bool  // a read-only session on a member without quorum
 	fourLetter     atomic.Bool  // the connection carries a 4-letter word
+	secure         atomic.Bool  // the connection completed a TLS handshake
+	x509Subject    string       // reader only: the verified client certificate's subject
 
 	done      chan struct{}   // closed once by close
 	ctx       context.Context // cancelled by close
@@ -206,7 +208,12 @@ func (c *conn) panicked(where string, r any) {
 func (c *conn) serve() {
 	var handedOff bool
 	defer c.endReader(&handedOff)
-	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.maxTimeout()))
+	// As ZooKeeper's sessionlessCnxnTimeout: the TLS handshake and the
+	// first packet must come within it.
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.sessionlessTimeout()))
+	if !c.secureHandshake() {
+		return
+	}
 	p, err := c.br.Peek(4)
 	if err != nil {
 		return

@@ -432,7 +432,7 @@ func (s *Server) Conf() []KeyValue {
 	ms := func(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 	out := []KeyValue{
 		{"clientPort", strconv.Itoa(port)},
-		{"secureClientPort", "-1"},
+		{"secureClientPort", secureClientPort(s.cfg.SecureClientPort)},
 		{"dataDir", snapDirName(s.cfg.DataDir)},
 		{"dataDirSize", strconv.FormatInt(d, 10)},
 		{"dataLogDir", snapDirName(logDir)},
@@ -460,6 +460,14 @@ func snapDirName(dir string) string {
 		return ""
 	}
 	return filepath.Join(dir, "version-2")
+}
+
+// secureClientPort is conf's secureClientPort: -1 when there is none.
+func secureClientPort(p int) string {
+	if p <= 0 {
+		return "-1"
+	}
+	return strconv.Itoa(p)
 }
 
 // Dirs backs dirs: the bytes of the files under DataDir and DataLogDir (the

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 )
 
 // errHelp is returned by parseArgs for -h: usage was printed, exit 0.
@@ -43,10 +45,11 @@ type config struct {
 	verbose        bool
 	saslUser       string
 	saslPassword   string
-	sourceIPs      int   // sessions: source addresses, 0 for one per sessionsPerIP
-	pids           []int // sessions: server processes to sample
-	watches        int   // sessions: exists watches per session
-	parallel       int   // sessions: concurrent connects
+	sourceIPs      int       // sessions: source addresses, 0 for one per sessionsPerIP
+	pids           []int     // sessions: server processes to sample
+	watches        int       // sessions: exists watches per session
+	parallel       int       // sessions: concurrent connects
+	dial           zk.Dialer // plain TCP, or TLS with -tls-ca
 }
 
 // parseArgs parses and validates zkbench's flags. Usage and flag errors go
@@ -77,12 +80,20 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	pids := fs.String("pids", "", "sessions: comma-separated `pids` of the servers, for RSS per session and idle CPU")
 	fs.IntVar(&c.watches, "watches", 2, "sessions: exists watches each session sets")
 	fs.IntVar(&c.parallel, "connect-parallel", 64, "sessions: concurrent connection attempts")
+	var tf tlsFlags
+	fs.StringVar(&tf.ca, "tls-ca", "", "connect over TLS, trusting the CA certificate in this PEM `file`")
+	fs.StringVar(&tf.cert, "tls-cert", "", "client certificate PEM `file` for TLS (with -tls-key)")
+	fs.StringVar(&tf.key, "tls-key", "", "client private key PEM `file` for TLS (with -tls-cert)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: zkbench -servers host:port[,...] -workload %s -clients N -duration D [flags]\n",
 			strings.Join(workloads, "|"))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	var err error
+	if c.dial, err = tf.dialer(); err != nil {
 		return config{}, err
 	}
 	if fs.NArg() > 0 {

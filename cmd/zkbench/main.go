@@ -19,6 +19,9 @@
 //	        DIGEST-MD5 if -sasl-user/-sasl-password are set, close it: new
 //	        (authenticated) sessions per second
 //
+// -tls-ca ca.pem connects over TLS (a secureClientPort), trusting that CA;
+// -tls-cert and -tls-key add a client certificate.
+//
 // After -warmup, operations are counted for -duration; zkbench prints
 // ops/s and latency quantiles (p50, p90, p99, p999, max) from a log-linear
 // histogram. All nodes live under /zkbench-<pid>, deleted at the end.

@@ -5,20 +5,21 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"time"
+
+	"github.com/go-zookeeper/zk"
 
 	"github.com/zkd/zkd/jute"
 	"github.com/zkd/zkd/server/sasl"
 )
 
-// newSession is one operation of -workload session: open a TCP connection
-// to server, create a session, authenticate by SASL DIGEST-MD5 when user
+// newSession is one operation of -workload session: open a connection
+// to server with dial (TCP, or TLS with -tls-ca), create a session, authenticate by SASL DIGEST-MD5 when user
 // is set (as a Java client with a JAAS Client section does right after
 // the handshake), close the session and the connection. go-zk has no
 // SASL, so the protocol is spoken directly.
-func newSession(server string, timeout time.Duration, user, password string) error {
-	nc, err := net.DialTimeout("tcp", server, timeout)
+func newSession(dial zk.Dialer, server string, timeout time.Duration, user, password string) error {
+	nc, err := dial("tcp", server, timeout)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,9 @@
 //     session, so its ephemeral nodes go at once rather than at timeout;
 //   - a line of only spaces is ignored (zkCli.sh re-runs the previous
 //     command);
-//   - -r (read-only) and -client-configuration are accepted and ignored.
+//   - -r (read-only) is accepted and ignored; -client-configuration and
+//     CLIENT_JVMFLAGS are read for TLS (zookeeper.client.secure,
+//     zookeeper.ssl.*).
 //
 // SASL is configured as for zkCli.sh: a JAAS file named by
 // -Djava.security.auth.login.config in CLIENT_JVMFLAGS (or JVMFLAGS) whose
@@ -56,11 +58,14 @@ type options struct {
 	server  string
 	timeout time.Duration
 	cmd     []string // the one-shot command and its arguments, if any
+	// clientConfig is -client-configuration: a Java client properties
+	// file, read for its TLS keys (zookeeper.client.secure, zookeeper.ssl.*).
+	clientConfig string
 }
 
 // parseArgs reads zkCli's flags: -server, -timeout (ms), -r (read-only,
 // accepted and ignored: go-zk cannot ask for read-only sessions) and
-// -client-configuration file (accepted and ignored). The first
+// -client-configuration file (read by clientProps). The first
 // argument not starting with "-" begins the one-shot command.
 func parseArgs(args []string) (*options, error) {
 	o := &options{server: "localhost:2181", timeout: 30 * time.Second}
@@ -68,8 +73,9 @@ func parseArgs(args []string) (*options, error) {
 		a := args[i]
 		switch a {
 		case "-client-configuration":
-			// A Java client properties file (TLS, SASL…): nothing in it
-			// applies to this client, so it is read past and ignored.
+			if i+1 < len(args) {
+				o.clientConfig = args[i+1]
+			}
 			i++
 			continue
 		case "-server", "-timeout":
@@ -106,6 +112,14 @@ func main() {
 // status.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	o, err := parseArgs(args)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return exitFailed
+	}
+	props, err := clientProps(os.Environ(), o.clientConfig)
+	if err == nil {
+		clientTLS, err = tlsFromProps(props)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFailed

@@ -25,20 +25,7 @@ type saslCreds struct {
 // is not configured, and a warning to print when the file has no such
 // section (the Java client then connects without SASL, and so does zkcli).
 func saslFromEnv(env []string) (creds *saslCreds, warning string, err error) {
-	props := map[string]string{}
-	for _, name := range []string{"JVMFLAGS", "CLIENT_JVMFLAGS"} {
-		for _, e := range env {
-			v, ok := strings.CutPrefix(e, name+"=")
-			if !ok {
-				continue
-			}
-			for _, w := range strings.Fields(v) {
-				if k, val, ok := strings.Cut(strings.TrimPrefix(w, "-D"), "="); ok && strings.HasPrefix(w, "-D") {
-					props[k] = val
-				}
-			}
-		}
-	}
+	props := jvmFlagProps(env)
 	path, ok := props["java.security.auth.login.config"]
 	if !ok || strings.EqualFold(props["zookeeper.sasl.client"], "false") {
 		return nil, "", nil

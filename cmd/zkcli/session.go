@@ -126,6 +126,11 @@ func (s *Session) dial(network, addr string, timeout time.Duration) (net.Conn, e
 	if err != nil {
 		return nil, err
 	}
+	c.SetDeadline(time.Now().Add(timeout))
+	if c, err = tlsDial(c, addr); err != nil {
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
 	w := newWireConn(c, s.noteZxid)
 	s.mu.Lock()
 	s.mu.wire = w

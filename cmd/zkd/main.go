@@ -149,6 +149,9 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	}
 	qc.TickTime, qc.InitLimit, qc.SyncLimit = c.TickTime, c.InitLimit, c.SyncLimit
 	qc.ReadOnlyMode = c.propBool("readonlymode.enabled")
+	if qc.PeerTLS, err = quorumTLS(c, log); err != nil {
+		return qc, nc, sc, err
+	}
 	qc.Logger = log.Named("quorum")
 	if err := qc.Validate(); err != nil {
 		return qc, nc, sc, fmt.Errorf("zkd: %w", err)
@@ -234,6 +237,11 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	}
 	sc.SlowRequestThreshold = time.Duration(slowMs) * time.Millisecond
 	sc.Logger = log.Named("server")
+	extra, err := securityConfig(c, &sc)
+	if err != nil {
+		return qc, nc, sc, err
+	}
+	nc.Tree.ExtraAuthSchemes = append(nc.Tree.ExtraAuthSchemes, extra...)
 	if err := sc.Validate(); err != nil {
 		return qc, nc, sc, err
 	}
@@ -244,6 +252,10 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 // SIGINT.
 func run(c *zooCfg, log *zap.Logger) error {
 	qc, nc, sc, err := configs(c, log)
+	if err != nil {
+		return err
+	}
+	adminWrap, err := adminTLS(c, log)
 	if err != nil {
 		return err
 	}
@@ -286,10 +298,10 @@ func run(c *zooCfg, log *zap.Logger) error {
 		return err
 	}
 	srv.Store(s)
-	ln, err := net.Listen("tcp", sc.ClientAddr)
+	ln, err := clientListener(c, sc, log)
 	if err != nil {
 		node.Close()
-		return fmt.Errorf("zkd: listen on %s: %w", sc.ClientAddr, err)
+		return err
 	}
 	// The readiness line: standalone, now; an ensemble member once it is
 	// in touch with a leader (it listens before, refusing clients).
@@ -318,7 +330,7 @@ func run(c *zooCfg, log *zap.Logger) error {
 
 	var https []*http.Server
 	if c.AdminEnable {
-		https = append(https, startHTTP(log, "admin", net.JoinHostPort(c.AdminAddress, strconv.Itoa(c.AdminPort)), s.AdminHandler()))
+		https = append(https, startHTTPWrapped(log, "admin", net.JoinHostPort(c.AdminAddress, strconv.Itoa(c.AdminPort)), s.AdminHandler(), adminWrap))
 	}
 	if c.MetricsEnabled {
 		mux := http.NewServeMux()
@@ -497,10 +509,19 @@ func (b backend) RaftStats() server.RaftStats {
 // startHTTP serves h on addr in the background. As in ZooKeeper, a port
 // that cannot be bound is logged and the member runs on without it.
 func startHTTP(log *zap.Logger, what, addr string, h http.Handler) *http.Server {
+	return startHTTPWrapped(log, what, addr, h, nil)
+}
+
+// startHTTPWrapped is startHTTP with the listener wrapped by wrap (TLS)
+// unless wrap is nil.
+func startHTTPWrapped(log *zap.Logger, what, addr string, h http.Handler, wrap func(net.Listener) net.Listener) *http.Server {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		log.Warn("http server not started", zap.String("server", what), zap.String("addr", addr), zap.Error(err))
 		return nil
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() {

@@ -48,6 +48,14 @@ type zooCfg struct {
 	Props map[string]string
 	// Unknown lists keys zkd read but does not act on, for one log line.
 	Unknown []string
+
+	// ClientPortSet tells an explicit clientPort from the default: with only
+	// secureClientPort given, zkd serves TLS alone, as ZooKeeper does.
+	ClientPortSet bool
+	// SecureClientPort and SecureClientPortAddress (default
+	// clientPortAddress) are the TLS-only client port; 0 = none.
+	SecureClientPort        int
+	SecureClientPortAddress string
 }
 
 // defaultZooCfg returns ZooKeeper's defaults for the keys zkd reads.
@@ -196,7 +204,12 @@ func (c *zooCfg) set(key, val string) error {
 	case "dataLogDir":
 		c.DataLogDir = val
 	case "clientPort":
+		c.ClientPortSet = true
 		return atoi(&c.ClientPort)
+	case "secureClientPort":
+		return atoi(&c.SecureClientPort)
+	case "secureClientPortAddress":
+		c.SecureClientPortAddress = val
 	case "clientPortAddress":
 		c.ClientPortAddress = val
 	case "maxClientCnxns":
@@ -238,7 +251,7 @@ func (c *zooCfg) set(key, val string) error {
 		// taken for a system property, so nobody relies on a delay that
 		// is not there.
 		return fmt.Errorf("lock delay is not implemented (docs/fencing.md describes its design); remove the key")
-	case "autopurge.purgeInterval", "metricsProvider.exportJvmInfo", "secureClientPort", "secureClientPortAddress", "dynamicConfigFile",
+	case "autopurge.purgeInterval", "metricsProvider.exportJvmInfo", "dynamicConfigFile",
 		"localSessionsEnabled", "localSessionsUpgradingEnabled",
 		"preAllocSize", "peerType", "electionAlg", "quorumListenOnAllIPs", "forceSync":
 		// Read and accepted; zkd's behaviour does not depend on them.

@@ -31,6 +31,7 @@ ZOOKEEPER_JARS = [
     "/usr/share/java/zookeeper.jar",
     "/usr/share/java/slf4j-simple.jar",
     "/usr/share/java/servlet-api.jar",
+    "/usr/share/java/netty-codec.jar",  # NettyServerCnxnFactory (TLS) needs it
 ]
 
 # Every process this harness started and has not yet seen exit; stop_all()

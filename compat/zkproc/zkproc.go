@@ -36,6 +36,9 @@ const (
 	zooKeeperJar = "/usr/share/java/zookeeper.jar"
 	slf4jJar     = "/usr/share/java/slf4j-simple.jar"
 	servletJar   = "/usr/share/java/servlet-api.jar" // for the admin server (Jetty)
+	// nettyCodecJar is missing from the manifest too; NettyServerCnxnFactory
+	// (serverCnxnFactory, needed for secureClientPort) fails without it.
+	nettyCodecJar = "/usr/share/java/netty-codec.jar"
 )
 
 // AptCommand is the command that installs every peer the test suites use.
@@ -357,7 +360,7 @@ func (s *Server) prepare(t testing.TB, opts Options) error {
 			"-Dzookeeper.jmx.log4j.disable=true",
 		}
 		s.argv = append(s.argv, opts.JVMFlags...)
-		s.argv = append(s.argv, "-cp", zooKeeperJar+":"+slf4jJar+":"+servletJar, main, s.CfgPath)
+		s.argv = append(s.argv, "-cp", zooKeeperJar+":"+slf4jJar+":"+servletJar+":"+nettyCodecJar, main, s.CfgPath)
 	default:
 		return fmt.Errorf("unknown kind %q", s.Kind)
 	}
@@ -525,6 +528,11 @@ func (s *Server) Restart(t testing.TB) {
 		t.Fatalf("zkproc: restart %s on %s: %v\n%s", s.Kind, s.Addr, err, s.logTail(8<<10))
 	}
 }
+
+// Start starts a stopped server again on the same directory,
+// configuration and port without waiting for it to serve (a member that
+// should stay out of its ensemble never will).
+func (s *Server) Start() error { return s.start() }
 
 // Pause stops the process with SIGSTOP: its sockets stay open but nothing
 // answers, as with a long GC pause or a hung machine.

@@ -1,0 +1,59 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// tlsFlags are -tls-ca, -tls-cert and -tls-key: PEM files of the CA that
+// signed the server's certificate and of the client's own certificate and
+// key (both or neither).
+type tlsFlags struct {
+	ca, cert, key string
+}
+
+// dialer returns how sessions connect: plain TCP without -tls-ca, else TLS
+// trusting the CA, presenting the client certificate if one is given and
+// checking the server's certificate against the host it dials.
+func (f tlsFlags) dialer() (zk.Dialer, error) {
+	plain := func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		return net.DialTimeout(network, addr, timeout)
+	}
+	if f.ca == "" {
+		if f.cert != "" || f.key != "" {
+			return nil, errors.New("zkbench: -tls-cert and -tls-key need -tls-ca")
+		}
+		return plain, nil
+	}
+	pem, err := os.ReadFile(f.ca)
+	if err != nil {
+		return nil, fmt.Errorf("zkbench: -tls-ca: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("zkbench: -tls-ca %s: no PEM certificate", f.ca)
+	}
+	conf := &tls.Config{RootCAs: roots}
+	if (f.cert == "") != (f.key == "") {
+		return nil, errors.New("zkbench: give both -tls-cert and -tls-key, or neither")
+	}
+	if f.cert != "" {
+		c, err := tls.LoadX509KeyPair(f.cert, f.key)
+		if err != nil {
+			return nil, fmt.Errorf("zkbench: -tls-cert/-tls-key: %w", err)
+		}
+		conf.Certificates = []tls.Certificate{c}
+	}
+	return func(network, addr string, timeout time.Duration) (net.Conn, error) {
+		c := conf.Clone()
+		c.ServerName, _, _ = net.SplitHostPort(addr)
+		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, c)
+	}, nil
+}

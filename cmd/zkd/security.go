@@ -1,0 +1,201 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/quorum"
+	"github.com/zkd/zkd/server"
+	"github.com/zkd/zkd/server/tlsconf"
+)
+
+// x509ProviderClass is ZooKeeper's X509AuthenticationProvider, which an
+// authProvider.N key must name for client certificates to become x509
+// identities.
+const x509ProviderClass = "org.apache.zookeeper.server.auth.X509AuthenticationProvider"
+
+// refusedSecurityKeys are security settings of ZooKeeper 3.8 that zkd does
+// not implement. Each stops zkd at start when set to anything but its
+// default, so an operator never believes a protection is on that is not.
+var refusedSecurityKeys = []struct {
+	prop string // full system property name
+	off  string // the value that asks for nothing ("" : any value is refused)
+	why  string
+}{
+	{"zookeeper.portUnification", "false", "zkd members cannot take TLS and plaintext on one quorum port: switch every member to sslQuorum at once"},
+	{"zookeeper.admin.needClientAuth", "false", "the admin server does not check client certificates (ZooKeeper 3.8's does not either)"},
+}
+
+// checkSecurityKeys returns an error naming the first refused security
+// key that is set.
+func checkSecurityKeys(c *zooCfg) error {
+	for _, k := range refusedSecurityKeys {
+		v, ok := c.Props[k.prop]
+		if !ok {
+			continue
+		}
+		if k.off != "" && strings.EqualFold(strings.TrimSpace(v), k.off) {
+			continue
+		}
+		return fmt.Errorf("zkd: %s=%s is not supported: %s; remove it to start", strings.TrimPrefix(k.prop, "zookeeper."), v, k.why)
+	}
+	return nil
+}
+
+// securityConfig sets the server's x509 and connection settings from the
+// zoo.cfg keys and system properties ZooKeeper 3.8 reads.
+func securityConfig(c *zooCfg, sc *server.Config) (extraSchemes []string, err error) {
+	if err := checkSecurityKeys(c); err != nil {
+		return nil, err
+	}
+	for _, k := range c.propNames() {
+		if strings.HasPrefix(k, "zookeeper.authProvider.") && strings.TrimSpace(c.Props[k]) == x509ProviderClass {
+			sc.X509Auth = true
+		}
+	}
+	if sc.X509Auth {
+		extraSchemes = append(extraSchemes, "x509")
+	}
+	sc.X509SuperUser, _ = c.prop("zookeeper.X509AuthenticationProvider.superUser")
+	ms, err := c.propInt("zookeeper.nio.sessionlessCnxnTimeout", 10000)
+	if err != nil {
+		return nil, err
+	}
+	if ms <= 0 {
+		return nil, fmt.Errorf("zkd: zookeeper.nio.sessionlessCnxnTimeout=%d must be positive", ms)
+	}
+	sc.SessionlessTimeout = time.Duration(ms) * time.Millisecond
+	sc.SecureClientPort = c.SecureClientPort
+	// Validate the client TLS settings even when no port uses them, so a
+	// refused setting (ssl.crl, ssl.ocsp…) never passes unnoticed.
+	if _, err := tlsconf.FromProps(c.prop, "zookeeper.ssl."); err != nil {
+		return nil, fmt.Errorf("zkd: %w", err)
+	}
+	return extraSchemes, nil
+}
+
+// clientListener opens the client port(s) as zoo.cfg asks: clientPort
+// (plaintext, or TLS and plaintext with client.portUnification=true) and
+// secureClientPort (TLS only), alone or both.
+func clientListener(c *zooCfg, sc server.Config, log *zap.Logger) (net.Listener, error) {
+	unified := c.propBool("zookeeper.client.portUnification")
+	secure := c.SecureClientPort > 0
+	var reloader *tlsconf.Reloader
+	if secure || unified {
+		opts, err := tlsconf.FromProps(c.prop, "zookeeper.ssl.")
+		if err != nil {
+			return nil, fmt.Errorf("zkd: %w", err)
+		}
+		if !opts.Enabled() {
+			return nil, fmt.Errorf("zkd: secureClientPort or client.portUnification needs ssl.keyStore.location")
+		}
+		reloader, err = tlsconf.NewReloader(opts, time.Second, func(err error) {
+			log.Warn("TLS key or trust store changed but could not be reloaded; still using the previous one", zap.Error(err))
+		})
+		if err != nil {
+			return nil, fmt.Errorf("zkd: %w", err)
+		}
+		if f, ok := c.prop("zookeeper.serverCnxnFactory"); !ok || !strings.Contains(f, "Netty") {
+			log.Info("serverCnxnFactory is not NettyServerCnxnFactory: ZooKeeper would refuse TLS with it; zkd serves TLS regardless")
+		}
+	}
+	var lns []net.Listener
+	closeAll := func() {
+		for _, l := range lns {
+			l.Close()
+		}
+	}
+	if !secure || c.ClientPortSet {
+		ln, err := net.Listen("tcp", sc.ClientAddr)
+		if err != nil {
+			return nil, fmt.Errorf("zkd: listen on %s: %w", sc.ClientAddr, err)
+		}
+		if unified {
+			ln = tlsconf.UnifiedListener(ln, reloader.ServerConfig())
+			log.Info("client port serves TLS and plaintext (client.portUnification)", zap.String("addr", ln.Addr().String()))
+		}
+		lns = append(lns, ln)
+	}
+	if secure {
+		host := c.SecureClientPortAddress
+		if host == "" {
+			host = c.ClientPortAddress
+		}
+		addr := net.JoinHostPort(host, strconv.Itoa(c.SecureClientPort))
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("zkd: listen on secureClientPort %s: %w", addr, err)
+		}
+		lns = append(lns, tlsconf.SecureListener(ln, reloader.ServerConfig()))
+		log.Info("secure client port listening", zap.String("addr", ln.Addr().String()))
+	}
+	return tlsconf.Merge(lns...), nil
+}
+
+// quorumTLS returns the members' mutual TLS when sslQuorum=true, from the
+// ssl.quorum.* keys (reloaded when the files change, which is what
+// sslQuorumReloadCertFiles asks for), or nil.
+func quorumTLS(c *zooCfg, log *zap.Logger) (quorum.PeerTLS, error) {
+	if !c.propBool("zookeeper.sslQuorum") {
+		return nil, nil
+	}
+	const prefix = "zookeeper.ssl.quorum."
+	opts, err := tlsconf.FromProps(c.prop, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("zkd: %w", err)
+	}
+	if !opts.Enabled() || opts.TrustStoreLocation == "" {
+		return nil, fmt.Errorf("zkd: sslQuorum=true needs ssl.quorum.keyStore.location and ssl.quorum.trustStore.location")
+	}
+	if opts.ClientAuth != tlsconf.ClientAuthNeed {
+		return nil, fmt.Errorf("zkd: sslQuorum needs ssl.quorum.clientAuth=need (got %s): members authenticate each other", opts.ClientAuth)
+	}
+	r, err := tlsconf.NewReloader(opts, time.Second, func(err error) {
+		log.Warn("quorum TLS key or trust store changed but could not be reloaded; still using the previous one", zap.Error(err))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zkd: %w", err)
+	}
+	return r, nil
+}
+
+// adminTLS returns how the admin server's listener is wrapped, as ZooKeeper
+// 3.8's JettyAdminServer does with the ssl.quorum.* stores:
+// admin.forceHttps=true serves HTTPS only, admin.portUnification=true HTTP
+// and HTTPS on one port; otherwise nil (plain HTTP).
+func adminTLS(c *zooCfg, log *zap.Logger) (func(net.Listener) net.Listener, error) {
+	force := c.propBool("zookeeper.admin.forceHttps")
+	unified := c.propBool("zookeeper.admin.portUnification")
+	if !force && !unified {
+		return nil, nil
+	}
+	opts, err := tlsconf.FromProps(c.prop, "zookeeper.ssl.quorum.")
+	if err != nil {
+		return nil, fmt.Errorf("zkd: admin server: %w", err)
+	}
+	if !opts.Enabled() || opts.TrustStoreLocation == "" {
+		// ZooKeeper 3.8 loads both and, without them, runs with no admin
+		// server; zkd says so at start.
+		return nil, fmt.Errorf("zkd: admin.forceHttps or admin.portUnification needs ssl.quorum.keyStore.location and ssl.quorum.trustStore.location (ZooKeeper's admin server uses the quorum stores)")
+	}
+	// As Jetty's SslContextFactory there: no client certificate asked for.
+	opts.ClientAuth = tlsconf.ClientAuthNone
+	r, err := tlsconf.NewReloader(opts, time.Second, func(err error) {
+		log.Warn("admin server key store changed but could not be reloaded; still using the previous one", zap.Error(err))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("zkd: admin server: %w", err)
+	}
+	if force {
+		return func(ln net.Listener) net.Listener { return tlsconf.SecureListener(ln, r.ServerConfig()) }, nil
+	}
+	return func(ln net.Listener) net.Listener {
+		return tlsconf.DetectingListener(ln, r.ServerConfig(), 5*time.Second)
+	}, nil
+}

@@ -1,0 +1,158 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509/pkix"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/server/tlsconf/tlstest"
+)
+
+// cfgFrom parses zoo.cfg text (dataDir added) with the given environment.
+func cfgFrom(t *testing.T, text string, env ...string) (*zooCfg, error) {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "zoo.cfg")
+	if err := os.WriteFile(path, []byte("dataDir="+dir+"\n"+text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return parseZooCfg(path, env)
+}
+
+// TestSecurityKeys: security settings zkd does not implement stop it at
+// start with an error naming the key, in zoo.cfg or as -D flags; their
+// "off" values and the implemented keys pass.
+func TestSecurityKeys(t *testing.T) {
+	tests := []struct {
+		name, cfg string
+		env       []string
+		want      string // "" : accepted
+	}{
+		{"sslQuorum without stores", "sslQuorum=true\n", nil, "ssl.quorum.keyStore.location"},
+		{"sslQuorum off", "sslQuorum=false\n", nil, ""},
+		{"quorum sasl", "quorum.auth.enableSasl=true\n", nil, "quorum.auth.enableSasl"},
+		{"quorum sasl flag", "", []string{"SERVER_JVMFLAGS=-Dzookeeper.quorum.auth.learnerRequireSasl=true"}, "quorum.auth.learnerRequireSasl"},
+		{"quorum portUnification", "portUnification=true\n", nil, "portUnification"},
+		{"admin https without key store", "admin.forceHttps=true\n", nil, "ssl.quorum.keyStore.location"},
+		{"admin client auth", "admin.needClientAuth=true\n", nil, "admin.needClientAuth"},
+		{"ssl.quorum crl", "sslQuorum=true\nssl.quorum.crl=true\n", nil, "ssl.quorum.crl"},
+		{"ssl.quorum want", "sslQuorum=true\nssl.quorum.keyStore.location=/k.pem\nssl.quorum.trustStore.location=/t.pem\nssl.quorum.clientAuth=want\n", nil, "clientAuth=need"},
+		{"crl", "ssl.crl=true\n", nil, "ssl.crl"},
+		{"ocsp flag", "", []string{"JVMFLAGS=-Dzookeeper.ssl.ocsp=true"}, "ssl.ocsp"},
+		{"bad clientAuth", "ssl.clientAuth=maybe\n", nil, "clientAuth"},
+		{"bad sessionless timeout", "", []string{"JVMFLAGS=-Dzookeeper.nio.sessionlessCnxnTimeout=0"}, "sessionlessCnxnTimeout"},
+		{"client tls keys", "secureClientPort=2281\nssl.clientAuth=want\nssl.hostnameVerification=false\nssl.protocol=TLSv1.3\n", nil, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := cfgFrom(t, tc.cfg, tc.env...)
+			if err == nil {
+				_, _, _, err = configs(c, zap.NewNop())
+			}
+			if err == nil {
+				_, err = adminTLS(c, zap.NewNop())
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSecureKeysParsed: secureClientPort is no longer "accepted without
+// effect", and the x509 keys reach the server's config.
+func TestSecureKeysParsed(t *testing.T) {
+	c, err := cfgFrom(t, "secureClientPort=2281\nsecureClientPortAddress=127.0.0.2\nauthProvider.1=org.apache.zookeeper.server.auth.X509AuthenticationProvider\n",
+		"SERVER_JVMFLAGS=-Dzookeeper.X509AuthenticationProvider.superUser=CN=admin -Dzookeeper.nio.sessionlessCnxnTimeout=3000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SecureClientPort != 2281 || c.SecureClientPortAddress != "127.0.0.2" || c.ClientPortSet {
+		t.Fatalf("parsed %+v", c)
+	}
+	for _, k := range c.Unknown {
+		if strings.Contains(k, "secure") {
+			t.Fatalf("%s accepted without effect", k)
+		}
+	}
+	_, nc, sc, err := configs(c, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sc.X509Auth || sc.X509SuperUser != "CN=admin" || sc.SessionlessTimeout.Milliseconds() != 3000 || sc.SecureClientPort != 2281 {
+		t.Fatalf("server config %+v", sc)
+	}
+	if len(nc.Tree.ExtraAuthSchemes) != 1 || nc.Tree.ExtraAuthSchemes[0] != "x509" {
+		t.Fatalf("tree schemes %v", nc.Tree.ExtraAuthSchemes)
+	}
+}
+
+// TestSecureOnlyListener: with secureClientPort and no clientPort, zkd
+// listens for TLS only; with both, on both.
+func TestSecureOnlyListener(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "ca")
+	key := ca.Issue(t, tlstest.Options{Subject: pkix.Name{CommonName: "localhost"}}).WritePEM(t, dir, "srv")
+	free := func() string {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		_, p, _ := net.SplitHostPort(ln.Addr().String())
+		return p
+	}
+	for _, withPlain := range []bool{false, true} {
+		plainPort, securePort := free(), free()
+		text := "secureClientPort=" + securePort + "\nclientPortAddress=127.0.0.1\nssl.keyStore.location=" + key + "\nssl.clientAuth=none\n"
+		if withPlain {
+			text += "clientPort=" + plainPort + "\n"
+		}
+		c, err := cfgFrom(t, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, sc, err := configs(c, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := clientListener(c, sc, zap.NewNop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				if tc, ok := c.(*tls.Conn); ok {
+					tc.Handshake()
+				}
+				c.Close()
+			}
+		}()
+		conn, err := tls.Dial("tcp", "127.0.0.1:"+securePort, &tls.Config{RootCAs: ca.Pool(), ServerName: "localhost"})
+		if err != nil {
+			t.Fatalf("TLS on secureClientPort: %v", err)
+		}
+		conn.Close()
+		pc, err := net.Dial("tcp", "127.0.0.1:"+plainPort)
+		if withPlain != (err == nil) {
+			t.Fatalf("clientPort set %v: dial plain port: %v", withPlain, err)
+		}
+		if pc != nil {
+			pc.Close()
+		}
+		ln.Close()
+	}
+}
