@@ -61,7 +61,7 @@ func logger(cfg config, logw io.Writer) zk.Logger {
 
 // connect opens a session and waits until it is established.
 func connect(ctx context.Context, cfg config, logw io.Writer, timeout time.Duration) (*zk.Conn, error) {
-	conn, events, err := zk.Connect(cfg.servers, cfg.sessionTimeout, zk.WithLogger(logger(cfg, logw)), zk.WithLogInfo(false), zk.WithDialer(cfg.dial))
+	conn, events, err := zk.Connect(cfg.servers, cfg.sessionTimeout, zk.WithLogger(logger(cfg, logw)), zk.WithLogInfo(false), zk.WithDialer(cfg.dialer()))
 	if err != nil {
 		return nil, fmt.Errorf("zkbench: connect: %w", err)
 	}
@@ -258,7 +258,7 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 	case "session":
 		fn = func(c *client) (time.Duration, error) {
 			start := time.Now()
-			err := newSession(cfg.dial, cfg.servers[c.id%len(cfg.servers)], cfg.sessionTimeout, cfg.saslUser, cfg.saslPassword)
+			err := newSession(cfg.dialer(), cfg.servers[c.id%len(cfg.servers)], cfg.sessionTimeout, cfg.saslUser, cfg.saslPassword)
 			return time.Since(start), err
 		}
 	default:

@@ -57,3 +57,12 @@ func (f tlsFlags) dialer() (zk.Dialer, error) {
 		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, addr, c)
 	}, nil
 }
+
+// dialer is how this run connects: the -tls-* dialer parseArgs built, or
+// plain TCP for a config made without parseArgs.
+func (c config) dialer() zk.Dialer {
+	if c.dial != nil {
+		return c.dial
+	}
+	return net.DialTimeout
+}
