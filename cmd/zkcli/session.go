@@ -253,11 +253,11 @@ func (s *Session) ready() (*wireConn, error) {
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
-		state, w, changed := s.mu.state, s.mu.wire, s.changed
+		state, w, changed, pending := s.mu.state, s.mu.wire, s.changed, s.mu.saslPending
 		s.mu.Unlock()
 		switch state {
 		case stateConnected:
-			if !s.mu.saslPending {
+			if !pending {
 				return w, nil
 			}
 		case stateClosed, stateAuthFailed:
