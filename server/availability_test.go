@@ -71,10 +71,7 @@ func (b *settlingBackend) SyncReattach(ctx context.Context) error {
 	case b.gate <- struct{}{}:
 	default:
 	}
-	for len(b.queue) > 0 {
-		time.Sleep(time.Millisecond)
-	}
-	return nil
+	return b.barrier(ctx)
 }
 
 // TestReattachSyncsFirst: a client whose write was still pending when its
@@ -90,9 +87,10 @@ func TestReattachSyncsFirst(t *testing.T) {
 	if resp.SessionId == 0 || b.syncs.Load() != 0 {
 		t.Fatalf("new session: %+v, %d syncs", resp, b.syncs.Load())
 	}
-	b.setGate(b.gate) // writes stay in the "log" until a sync
+	b.setGate(b.gate)         // writes stay in the "log" until a sync
+	before := b.submitCount() // the session's creation was submitted too
 	a.send(1, jute.OpCreate, &jute.CreateRequest{Path: "/lost", Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
-	for b.submitCount() == 0 {
+	for b.submitCount() == before {
 		time.Sleep(time.Millisecond)
 	}
 	a.nc.Close()

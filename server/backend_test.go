@@ -80,10 +80,10 @@ func (b *fakeBackend) close() {
 
 func (b *fakeBackend) Submit(r *zab.Request) *zab.Future {
 	f, complete := newFuture()
-	b.mu.Lock()
-	b.submits++
-	b.mu.Unlock()
 	b.queue <- pendingWrite{r, complete}
+	b.mu.Lock()
+	b.submits++ // once queued: a later barrier is behind it
+	b.mu.Unlock()
 	return f
 }
 
@@ -91,6 +91,22 @@ func (b *fakeBackend) submitCount() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.submits
+}
+
+// barrier returns once every write submitted before it is applied, as a
+// zab sync does: it queues a marker behind them that the apply loop
+// completes, ungated, when it reaches it.
+func (b *fakeBackend) barrier(ctx context.Context) error {
+	f, complete := newFuture()
+	b.queue <- pendingWrite{complete: complete}
+	select {
+	case <-f.Done():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-b.stop:
+		return zab.ErrStopped
+	}
 }
 
 func (b *fakeBackend) setGate(g chan struct{}) {
@@ -104,6 +120,10 @@ func (b *fakeBackend) applyLoop() {
 	for {
 		select {
 		case w := <-b.queue:
+			if w.req == nil { // a barrier: everything before it is applied
+				w.complete(zab.Result{})
+				continue
+			}
 			b.mu.Lock()
 			gate := b.gate
 			b.mu.Unlock()

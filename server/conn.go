@@ -117,6 +117,7 @@ type slot struct {
 	body       jute.Record // the body sent with code, if any
 	closeAfter bool        // close the connection after this reply
 	readSeq    uint64      // reads only: position among the connection's reads
+	accounted  bool        // account ran: the request no longer counts as outstanding
 }
 
 func newConn(s *Server, nc net.Conn, ip string) *conn {
@@ -678,8 +679,10 @@ func (c *conn) finish(sl *slot) bool {
 		if sl.readSeq != 0 {
 			c.readsExecuted.Store(sl.readSeq)
 		}
-		c.pending.Add(-1)
-		c.s.stats.outstanding.Add(-1)
+		if !sl.accounted {
+			c.pending.Add(-1)
+			c.s.stats.outstanding.Add(-1)
+		}
 		c.s.throttle.finished()
 		select {
 		case c.readSignal <- struct{}{}:
@@ -692,8 +695,8 @@ func (c *conn) finish(sl *slot) bool {
 	)
 	switch {
 	case sl.frame != nil:
-		c.enqueue(sl.frame, sl.closeAfter, false)
 		c.account(sl, 0)
+		c.enqueue(sl.frame, sl.closeAfter, false)
 		return !sl.closeAfter
 	case sl.code != jute.CodeOK:
 		hdr.Zxid, hdr.Err, body = c.s.b.LastZxid(), sl.code, sl.body
@@ -729,8 +732,8 @@ func (c *conn) finish(sl *slot) bool {
 		c.execRead(sl)
 		return true
 	}
-	c.enqueue(encodeReply(hdr, body), sl.closeAfter, false)
 	c.account(sl, hdr.Zxid)
+	c.enqueue(encodeReply(hdr, body), sl.closeAfter, false)
 	return !sl.closeAfter
 }
 
@@ -751,8 +754,15 @@ func (c *conn) codeFor(sl *slot, err error) jute.Code {
 }
 
 // account records a completed request in the connection's and server's
-// statistics.
+// statistics (and the slow-request log), and stops counting it as
+// outstanding. It runs before the reply is queued, as ZooKeeper's
+// FinalRequestProcessor updates its statistics before sending the response:
+// a client that has its reply then asks mntr, cons or the metrics endpoint
+// sees its request counted and no longer outstanding.
 func (c *conn) account(sl *slot, zxid int64) {
+	sl.accounted = true
+	c.pending.Add(-1)
+	c.s.stats.outstanding.Add(-1)
 	now := time.Now()
 	lat := now.Sub(sl.start).Milliseconds()
 	c.noteSlow(sl, now.Sub(sl.start))
@@ -798,8 +808,8 @@ func (c *conn) execRead(sl *slot) {
 		body = nil
 	}
 	frame := encodeReply(hdr, body)
-	c.enqueue(frame, false, hold)
 	c.account(sl, hdr.Zxid)
+	c.enqueue(frame, false, hold)
 }
 
 // watchHold tells whether req registers a watch and which events to hold

@@ -122,7 +122,8 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.log.Info("serving clients", zap.String("addr", ln.Addr().String()))
 	s.reserve.hold()
 	if av, ok := s.b.(Availability); ok {
-		s.goAttach(func() { s.watchAvailability(av) })
+		was := av.Serving() // before the first accept: its connections follow this state
+		s.goAttach(func() { s.watchAvailability(av, was) })
 	}
 
 	var backoff time.Duration
@@ -367,15 +368,17 @@ func (s *Server) syncReattach() bool {
 }
 
 // watchAvailability closes every connection when the Backend stops
-// serving (it lost its quorum), checking a few times per tick.
-func (s *Server) watchAvailability(av Availability) {
+// serving (it lost its quorum), checking a few times per tick. was is
+// whether it served when Serve began: a member that starts without its
+// quorum has lost nothing, and its connections so far (4-letter words,
+// read-only sessions) stay open.
+func (s *Server) watchAvailability(av Availability, was bool) {
 	every := s.cfg.TickTime / 4
 	if every <= 0 || every > 100*time.Millisecond {
 		every = 100 * time.Millisecond
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	was := true
 	for {
 		select {
 		case <-s.quit:

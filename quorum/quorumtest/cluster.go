@@ -39,7 +39,11 @@ type Options struct {
 	Observers int
 	// TickTime is the tick. Default 50ms.
 	TickTime time.Duration
-	// SyncLimit is in ticks. Default 5.
+	// SyncLimit is in ticks. Default 20: raft's heartbeat, election and
+	// leader-lease timeouts are a fifth of SyncLimit*TickTime (see
+	// quorum.Config.Timing), and at 5 ticks of 50ms those are 50ms, which
+	// a -race run on a loaded 2-core CI machine misses often enough for
+	// leaders to step down mid-test. 20 ticks give 200ms.
 	SyncLimit int
 	// Logger receives every member's logs. Default: none.
 	Logger *zap.Logger
@@ -65,7 +69,7 @@ func New(t testing.TB, o Options) *Cluster {
 		o.TickTime = 50 * time.Millisecond
 	}
 	if o.SyncLimit == 0 {
-		o.SyncLimit = 5
+		o.SyncLimit = 20
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()

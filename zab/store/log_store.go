@@ -135,7 +135,7 @@ func (s *Store) FirstIndex() (uint64, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
-	return s.first.Load(), nil
+	return s.bounds.Load().first, nil
 }
 
 // LastIndex returns the highest index in the log, or 0 if it is empty. It
@@ -144,7 +144,7 @@ func (s *Store) LastIndex() (uint64, error) {
 	if s.closed.Load() {
 		return 0, ErrClosed
 	}
-	return s.last.Load(), nil
+	return s.bounds.Load().last, nil
 }
 
 // GetLog fills log with entry index, or returns raft.ErrLogNotFound.
@@ -215,20 +215,9 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	s.appendedEntries.Add(uint64(len(logs)))
 	s.appendedBytes.Add(dataBytes)
 	for {
-		f := s.first.Load()
-		if f != 0 && f <= lo {
-			break
-		}
-		if s.first.CompareAndSwap(f, lo) {
-			break
-		}
-	}
-	for {
-		l := s.last.Load()
-		if l >= hi {
-			break
-		}
-		if s.last.CompareAndSwap(l, hi) {
+		old := s.bounds.Load()
+		nb := old.extend(lo, hi)
+		if nb == old || s.bounds.CompareAndSwap(old, nb) {
 			break
 		}
 	}
@@ -265,34 +254,53 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	if err := s.db.DeleteRange(logKey(min), end, s.writeOpts); err != nil {
 		return fmt.Errorf("store: delete logs %d-%d: %w", min, max, err)
 	}
-	first, last := s.first.Load(), s.last.Load()
-	if first == 0 && last == 0 {
+	b := *s.bounds.Load()
+	if b.first == 0 && b.last == 0 {
 		return nil
 	}
-	if min <= first && max >= last {
-		s.first.Store(0)
-		s.last.Store(0)
+	if min <= b.first && max >= b.last {
+		s.bounds.Store(&logBounds{})
 		return nil
 	}
-	if min <= first && max >= first {
+	if min <= b.first && max >= b.first {
 		f, err := s.seekFirstLog(max + 1)
 		if err != nil {
 			return err
 		}
-		s.first.Store(f)
+		b.first = f
 	}
-	if max >= last && min <= last {
+	if max >= b.last && min <= b.last {
 		l, err := s.seekLastLog(min - 1)
 		if err != nil {
 			return err
 		}
-		s.last.Store(l)
+		b.last = l
 	}
-	if s.first.Load() == 0 || s.last.Load() == 0 {
-		s.first.Store(0)
-		s.last.Store(0)
+	if b.first == 0 || b.last == 0 {
+		b = logBounds{}
 	}
+	s.bounds.Store(&b)
 	return nil
+}
+
+// logBounds is the cached lowest and highest log index; both are 0 when the
+// log is empty.
+type logBounds struct {
+	first, last uint64
+}
+
+// extend returns the bounds after entries lo..hi were stored: b itself if
+// they lie within it, else new bounds covering both.
+func (b *logBounds) extend(lo, hi uint64) *logBounds {
+	if b.first != 0 && b.first <= lo && b.last >= hi {
+		return b
+	}
+	nb := logBounds{first: lo, last: hi}
+	if b.first != 0 {
+		nb.first = min(b.first, lo)
+		nb.last = max(b.last, hi)
+	}
+	return &nb
 }
 
 // seekFirstLog returns the lowest stored index >= from, or 0 if none.

@@ -100,10 +100,11 @@ type Store struct {
 	// reading (so concurrent appenders still share fsyncs), DeleteRange for
 	// writing while it recomputes the cached bounds.
 	logMu sync.RWMutex
-	// first and last cache the log's lowest and highest index; 0 when the log
-	// is empty.
-	first atomic.Uint64
-	last  atomic.Uint64
+	// bounds caches the log's lowest and highest index as one value, so no
+	// reader ever sees a first from one update and a last from another
+	// (such as first 1, last 0 while the first batch is being recorded). It
+	// is never nil after Open; both indexes are 0 when the log is empty.
+	bounds atomic.Pointer[logBounds]
 
 	// closeMu is held for reading by every operation that touches the
 	// database and for writing by Close, so Close waits for operations in
@@ -191,8 +192,7 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
-	s.first.Store(first)
-	s.last.Store(last)
+	s.bounds.Store(&logBounds{first: first, last: last})
 	if err := s.dropPendingSnapshots(); err != nil {
 		return err
 	}
@@ -264,9 +264,10 @@ type Metrics struct {
 
 // Metrics returns the store's current figures.
 func (s *Store) Metrics() Metrics {
+	b := s.bounds.Load()
 	m := Metrics{
-		FirstIndex:         s.first.Load(),
-		LastIndex:          s.last.Load(),
+		FirstIndex:         b.first,
+		LastIndex:          b.last,
 		Appends:            s.appends.Load(),
 		AppendedEntries:    s.appendedEntries.Load(),
 		AppendedBytes:      s.appendedBytes.Load(),
