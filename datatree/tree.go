@@ -140,6 +140,7 @@ type Tree struct {
 	ephemerals map[int64]map[*node]struct{} // session → its ephemerals
 	containers map[*node]struct{}
 	ttls       map[*node]struct{}
+	tombstones map[*node]int64     // lock delay: expired sessions' lock nodes → removal deadline (tombstone.go)
 	quotas     map[string]struct{} // paths with a zookeeper_limits node; nil when none
 	lastZxid   atomic.Int64
 
@@ -172,6 +173,7 @@ func newEmpty(cfg Config) *Tree {
 		ephemerals: make(map[int64]map[*node]struct{}),
 		containers: make(map[*node]struct{}),
 		ttls:       make(map[*node]struct{}),
+		tombstones: make(map[*node]int64),
 	}
 	t.dataW.init()
 	t.childW.init()

@@ -60,13 +60,17 @@ func (t *Tree) EphemeralsByParent(prefix string, keep func(name string) bool) []
 
 // SessionEphemeral returns the Stat of the node at path if it is owned by
 // a session (an ephemeral, not a container or TTL node), after checking
-// READ. A missing node, or one of another kind, is ErrNoNode. The fencing
-// token of a lock node is built on it (package server).
+// READ. A missing node, one of another kind or a tombstone is ErrNoNode.
+// The fencing token of a lock node is built on it (package server).
 func (t *Tree) SessionEphemeral(path string, auth []jute.Id) (jute.Stat, error) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	n := t.lookup(path)
 	if n == nil || t.ephemeralType(n.stat.ephemeralOwner) != typeNormal {
+		return jute.Stat{}, pathErr(ErrNoNode, path)
+	}
+	if _, tomb := t.tombstones[n]; tomb {
+		// A lock delay's tombstone: nobody holds it (tombstone.go).
 		return jute.Stat{}, pathErr(ErrNoNode, path)
 	}
 	if !checkACL(n.acl.acls, jute.PermRead, auth) {

@@ -590,6 +590,8 @@ func (w *writer) deleteNode(n *node, path string) {
 	parent := n.parent
 	oldPz := parent.stat.pzxid
 	t.unlink(n, len(path))
+	deadline, tomb := t.tombstones[n]
+	delete(t.tombstones, n)
 	if w.tx.Zxid > parent.stat.pzxid {
 		parent.stat.pzxid = w.tx.Zxid
 	}
@@ -600,6 +602,9 @@ func (w *writer) deleteNode(n *node, path string) {
 		w.undo = append(w.undo, func() {
 			parent.stat.pzxid = oldPz
 			t.link(n, len(path))
+			if tomb {
+				t.tombstones[n] = deadline
+			}
 		})
 		w.deferRelease(acl)
 	} else {
