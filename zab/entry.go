@@ -26,6 +26,10 @@ const (
 	// seed the leader drew) unless one is installed already. It is not a
 	// ZooKeeper transaction and takes no zxid.
 	kindFencingKey entryKind = 5
+	// kindDeleteTombstones deletes the lock delay's tombstones the leader
+	// found due, if they are still due when the entry applies
+	// (docs/fencing.md, "Lock delay").
+	kindDeleteTombstones entryKind = 6
 )
 
 // entry is the decoded form of one log entry. Every field an apply reads is
@@ -42,7 +46,13 @@ type entry struct {
 	req  Request
 	// sessions lists the sessions to close (kindExpire).
 	sessions []int64
-	// paths lists the nodes to delete if still expired (kindDeleteExpired).
+	// lockDelay is the leader's zkd.lockDelayMs (kindExpire): when
+	// positive, the sessions' lock nodes become tombstones due at time +
+	// lockDelay. Zero is not encoded, so entries without a delay keep the
+	// format they had before lock delay existed.
+	lockDelay int64
+	// paths lists the nodes to delete if still expired (kindDeleteExpired)
+	// or still due tombstones (kindDeleteTombstones).
 	paths []string
 	// config is the new /zookeeper/config data (kindSetConfig).
 	config []byte
@@ -64,7 +74,10 @@ func (e *entry) encode() []byte {
 		for _, id := range e.sessions {
 			enc.WriteLong(id)
 		}
-	case kindDeleteExpired:
+		if e.lockDelay > 0 {
+			enc.WriteLong(e.lockDelay)
+		}
+	case kindDeleteExpired, kindDeleteTombstones:
 		enc.WriteStrings(e.paths)
 	case kindSetConfig:
 		enc.WriteBuffer(e.config)
@@ -90,7 +103,10 @@ func decodeEntry(b []byte) (*entry, error) {
 		for i := 0; i < n && d.Err() == nil; i++ {
 			e.sessions = append(e.sessions, d.ReadLong())
 		}
-	case kindDeleteExpired:
+		if d.Err() == nil && d.Remaining() > 0 {
+			e.lockDelay = d.ReadLong()
+		}
+	case kindDeleteExpired, kindDeleteTombstones:
 		e.paths = d.ReadStrings()
 	case kindSetConfig:
 		e.config = d.ReadBuffer()

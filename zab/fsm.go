@@ -70,6 +70,9 @@ type fsm struct {
 	onSessionOpen   func(id int64, timeout int32)
 	onSessionClosed func(id int64)
 	onConfigChanged func(data []byte)
+	// lockName tells a lock recipe's node name (Config.LockName): those
+	// of an expired session become tombstones under a lock delay.
+	lockName func(name string) bool
 	// reconfig computes reconfig results (Config.Reconfig); nil answers
 	// Unimplemented.
 	reconfig func(cur []byte, req *jute.ReconfigRequest, zxid int64) ([]byte, error)
@@ -178,7 +181,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		}
 	case kindExpire:
 		for _, id := range e.sessions {
-			f.closeSession(tree, &datatree.Txn{Zxid: zxid, Time: e.time, SessionID: id}, id)
+			f.closeSession(tree, &datatree.Txn{Zxid: zxid, Time: e.time, SessionID: id}, id, e.lockDelay)
 		}
 	case kindSetConfig:
 		// As ZooKeeper's initConfigInZKDatabase, the node's mzxid is the
@@ -193,6 +196,15 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		for _, p := range e.paths {
 			if err := tree.DeleteExpired(tx, p); err != nil {
 				f.log.Debug("expired node not deleted", zap.String("path", p), zap.Error(err))
+			}
+		}
+	case kindDeleteTombstones:
+		tx := &datatree.Txn{Zxid: zxid, Time: e.time}
+		for _, p := range e.paths {
+			if err := tree.DeleteTombstone(tx, p); err != nil {
+				f.log.Debug("lock tombstone not deleted", zap.String("path", p), zap.Error(err))
+			} else {
+				f.log.Info("lock tombstone removed", zap.String("path", p), zap.String("zxid", fmt.Sprintf("0x%x", zxid)))
 			}
 		}
 	}
@@ -217,7 +229,10 @@ func (f *fsm) installFencingKey(seed []byte, zxid int64) {
 	f.log.Info("fencing key installed", zap.String("key_id", s.KeyID().String()), zap.String("zxid", fmt.Sprintf("0x%x", zxid)))
 }
 
-func (f *fsm) closeSession(tree *datatree.Tree, tx *datatree.Txn, id int64) bool {
+// closeSession ends session id and deletes its ephemerals; with lockDelay
+// > 0 (an expiry under zkd.lockDelayMs) its lock nodes become tombstones
+// due at tx.Time + lockDelay instead. It reports whether id was live.
+func (f *fsm) closeSession(tree *datatree.Tree, tx *datatree.Txn, id int64, lockDelay int64) bool {
 	f.mu.Lock()
 	_, ok := f.mu.sessions[id]
 	delete(f.mu.sessions, id)
@@ -225,7 +240,14 @@ func (f *fsm) closeSession(tree *datatree.Tree, tx *datatree.Txn, id int64) bool
 	if !ok {
 		return false
 	}
-	tree.CloseSession(tx, id)
+	if lockDelay > 0 && f.lockName != nil {
+		for _, p := range tree.CloseSessionDelayed(tx, id, f.lockName, tx.Time+lockDelay) {
+			f.log.Info("lock node kept as tombstone", zap.String("path", p), zap.String("session", fmt.Sprintf("0x%x", id)),
+				zap.Int64("delay_ms", lockDelay), zap.String("zxid", fmt.Sprintf("0x%x", tx.Zxid)))
+		}
+	} else {
+		tree.CloseSession(tx, id)
+	}
 	if f.onSessionClosed != nil {
 		f.onSessionClosed(id)
 	}
@@ -254,7 +276,7 @@ func (f *fsm) applyRequest(tree *datatree.Tree, zxid int64, e *entry) Result {
 		}
 		return res
 	case jute.OpCloseSession:
-		if !f.closeSession(tree, tx, r.SessionID) {
+		if !f.closeSession(tree, tx, r.SessionID, 0) {
 			res.Err = ErrUnknownSession
 		}
 		return res
@@ -442,6 +464,14 @@ func codeOf(err error) jute.Code {
 	return jute.CodeSystemError
 }
 
+// snapshotMagicTombs opens a snapshot taken while lock delay tombstones
+// existed: a version 3 snapshot whose fencing key is followed by the
+// tombstones (a jute int count, then per tombstone its path and deadline),
+// their deadlines being state the tree image does not carry. Snapshots
+// without tombstones keep version 3, so they stay what they were before
+// lock delay existed.
+const snapshotMagicTombs = "zkdsnap4"
+
 // snapshotMagic opens every zkd FSM snapshot; snapshotMagicV2 opened those
 // written before the fencing key was recorded (after the applied index: a
 // jute buffer, -1 for none), snapshotMagicV1 those written before the
@@ -473,6 +503,38 @@ func readSnapshotSeed(br *bufio.Reader) ([]byte, error) {
 	return seed, nil
 }
 
+// readSnapshotTombstones reads the tombstones of a version 4 snapshot
+// (snapshotMagicTombs): their paths and deadlines.
+func readSnapshotTombstones(br *bufio.Reader) ([]datatree.Tombstone, error) {
+	var b [8]byte
+	if _, err := io.ReadFull(br, b[:4]); err != nil {
+		return nil, fmt.Errorf("zab: snapshot tombstones: %w", err)
+	}
+	n := jute.NewDecoder(b[:4]).ReadInt()
+	if n < 0 || n > 1<<24 {
+		return nil, fmt.Errorf("zab: snapshot tombstone count %d", n)
+	}
+	out := make([]datatree.Tombstone, 0, n)
+	for i := int32(0); i < n; i++ {
+		if _, err := io.ReadFull(br, b[:4]); err != nil {
+			return nil, fmt.Errorf("zab: snapshot tombstones: %w", err)
+		}
+		l := jute.NewDecoder(b[:4]).ReadInt()
+		if l < 0 || l > 1<<20 {
+			return nil, fmt.Errorf("zab: snapshot tombstone path of %d bytes", l)
+		}
+		p := make([]byte, l)
+		if _, err := io.ReadFull(br, p); err != nil {
+			return nil, fmt.Errorf("zab: snapshot tombstones: %w", err)
+		}
+		if _, err := io.ReadFull(br, b[:8]); err != nil {
+			return nil, fmt.Errorf("zab: snapshot tombstones: %w", err)
+		}
+		out = append(out, datatree.Tombstone{Path: string(p), Deadline: jute.NewDecoder(b[:8]).ReadLong()})
+	}
+	return out, nil
+}
+
 // Snapshot implements raft.FSM. It encodes the session table and the tree
 // on the apply goroutine, so the image is consistent; Persist only copies
 // bytes.
@@ -480,10 +542,22 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	start := time.Now()
 	f.snapZxid.Store(f.tree.Load().LastZxid())
 	var buf bytes.Buffer
-	buf.WriteString(snapshotMagic)
+	tombs := f.tree.Load().Tombstones()
+	if len(tombs) > 0 {
+		buf.WriteString(snapshotMagicTombs)
+	} else {
+		buf.WriteString(snapshotMagic)
+	}
 	enc := jute.NewEncoder(nil)
 	enc.WriteLong(int64(f.applied.Load()))
 	enc.WriteBuffer(f.fenceSeed)
+	if len(tombs) > 0 {
+		enc.WriteInt(int32(len(tombs)))
+		for _, tb := range tombs {
+			enc.WriteString(tb.Path)
+			enc.WriteLong(tb.Deadline)
+		}
+	}
 	enc.WriteLong(int64(f.lastTerm))
 	enc.WriteInt(int32(f.counter))
 	ids, timeouts := f.sessionList()
@@ -511,17 +585,24 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	var (
 		applied uint64
 		seed    []byte
+		tombs   []datatree.Tombstone
 	)
 	switch string(magic) {
-	case snapshotMagic, snapshotMagicV2:
+	case snapshotMagic, snapshotMagicV2, snapshotMagicTombs:
 		var ib [8]byte
 		if _, err := io.ReadFull(br, ib[:]); err != nil {
 			return fmt.Errorf("zab: snapshot header: %w", err)
 		}
 		applied = uint64(jute.NewDecoder(ib[:]).ReadLong())
-		if string(magic) == snapshotMagic {
+		if string(magic) != snapshotMagicV2 {
 			var err error
 			if seed, err = readSnapshotSeed(br); err != nil {
+				return err
+			}
+		}
+		if string(magic) == snapshotMagicTombs {
+			var err error
+			if tombs, err = readSnapshotTombstones(br); err != nil {
 				return err
 			}
 		}
@@ -553,6 +634,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	tree, err := datatree.ReadSnapshot(br, f.treeCfg)
 	if err != nil {
 		return fmt.Errorf("zab: snapshot tree: %w", err)
+	}
+	for _, tb := range tombs {
+		if err := tree.SetTombstone(tb.Path, tb.Deadline); err != nil {
+			return fmt.Errorf("zab: snapshot tombstone: %w", err)
+		}
 	}
 	f.lastTerm, f.counter = lastTerm, counter
 	f.fenceSeed = nil

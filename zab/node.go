@@ -54,6 +54,17 @@ type Config struct {
 	// slow followers; one further behind gets the snapshot installed.
 	// Default 10240.
 	TrailingLogs uint64
+	// LockDelayMs is zkd.lockDelayMs (docs/fencing.md, "Lock delay"): when
+	// positive, the leader's session expiry entries carry it, and every
+	// member keeps the expired sessions' lock nodes (LockName) as
+	// tombstones for that long; the leader removes them once due, checked
+	// every TickTime. Zero (the default) deletes them at once, as
+	// ZooKeeper does. The leader's value is the one applied.
+	LockDelayMs int64
+	// LockName tells a lock recipe's node name (lockview.IsLockName). It
+	// is code, the same on every member; it must be set when LockDelayMs
+	// is, and on every member of an ensemble whose leader may have it.
+	LockName func(name string) bool
 	// NoSync skips fsync: tests only, never in production.
 	NoSync bool
 	// Logger receives the node's, raft's and Pebble's logs.
@@ -129,6 +140,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("zab: config: TickTime %v must be positive", c.TickTime)
 	case c.ContainerCheckInterval <= 0:
 		return fmt.Errorf("zab: config: ContainerCheckInterval %v must be positive", c.ContainerCheckInterval)
+	case c.LockDelayMs < 0:
+		return fmt.Errorf("zab: config: LockDelayMs %d must not be negative", c.LockDelayMs)
+	case c.LockDelayMs > 0 && c.LockName == nil:
+		return errors.New("zab: config: LockDelayMs is set but LockName is nil")
 	case c.SnapshotRetain < 1:
 		return fmt.Errorf("zab: config: SnapshotRetain %d must be at least 1", c.SnapshotRetain)
 	case c.Logger == nil:
@@ -215,6 +230,7 @@ func Open(cfg Config) (*Node, error) {
 	n.fsm.onSessionOpen = func(id int64, timeout int32) { n.tracker.Add(id, timeout) }
 	n.fsm.onApplied = n.applied
 	n.fsm.reconfig = cfg.Reconfig
+	n.fsm.lockName = cfg.LockName
 	n.fsm.onConfigChanged = cfg.OnConfigChanged
 	n.fsm.leading = &n.leading
 	n.fsm.onSessionClosed = func(id int64) {
@@ -707,7 +723,12 @@ func (n *Node) leaderLoop() {
 				for _, id := range ids {
 					n.log.Info("session expired", zap.String("session", fmt.Sprintf("0x%x", id)))
 				}
-				n.propose(&entry{kind: kindExpire, sessions: ids})
+				n.propose(&entry{kind: kindExpire, sessions: ids, lockDelay: n.cfg.LockDelayMs})
+			}
+			// Tombstones are few and short-lived: looked for every
+			// tick, so a lock delay overruns by at most a tick.
+			if paths := n.Tree().DueTombstones(time.Now().UnixMilli()); len(paths) > 0 {
+				n.propose(&entry{kind: kindDeleteTombstones, paths: paths})
 			}
 		case <-sweep.C:
 			if !leading {

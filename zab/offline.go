@@ -72,6 +72,7 @@ func Seed(cfg Config, st State) error {
 		}
 	}
 	f := newFSM(cfg.Tree, cfg.Logger)
+	f.lockName = cfg.LockName
 	f.tree.Store(st.Tree)
 	f.lastTerm, f.counter = uint64(last)>>32, uint32(last)
 	for i, id := range st.Sessions {
@@ -121,6 +122,7 @@ func Load(cfg Config) (out State, err error) {
 	}
 	defer s.Close()
 	f := newFSM(cfg.Tree, cfg.Logger)
+	f.lockName = cfg.LockName
 	snaps := s.SnapshotStore(cfg.SnapshotRetain)
 	metas, err := snaps.List()
 	if err != nil {

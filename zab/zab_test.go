@@ -24,6 +24,8 @@ func TestEntryRoundTrip(t *testing.T) {
 		}},
 		{kind: kindRequest, req: Request{Op: jute.OpCreateSession, SessionID: 5, Timeout: 4000}},
 		{kind: kindExpire, time: 3, sessions: []int64{1, 2, 3}},
+		{kind: kindExpire, time: 3, sessions: []int64{4}, lockDelay: 5000},
+		{kind: kindDeleteTombstones, time: 7, paths: []string{"/locks/lock-0000000000"}},
 		{kind: kindDeleteExpired, time: 4, paths: []string{"/c1", "/c2"}},
 		{kind: kindSetConfig, time: 5, config: []byte("server.1=h:1:2:participant\nversion=0")},
 		{kind: kindFencingKey, time: 6, fenceSeed: bytes.Repeat([]byte{7}, 32)},
