@@ -30,7 +30,10 @@ func (s *Server) Locks(prefix string) []LockInfo {
 	if t == nil {
 		return nil
 	}
-	return lockview.Build(t.EphemeralsByParent(prefix, lockview.IsLockName), s.sessionRemote, time.Now().UnixMilli())
+	now := time.Now().UnixMilli()
+	locks := lockview.Build(t.EphemeralsByParent(prefix, lockview.IsLockName), s.sessionRemote, now)
+	lockview.MarkTombstones(locks, t.Tombstones(), now)
+	return locks
 }
 
 // sessionRemote returns the remote address of session id's connection on
@@ -70,6 +73,8 @@ var (
 	lockWaitersDesc = prometheus.NewDesc("lock_waiters", "Contenders waiting for a lock, over every lock path.", nil, nil)
 	lockQueueDesc   = prometheus.NewDesc("lock_queue_length",
 		"Holders plus waiters of the lock paths with the longest queues (top 10).", []string{"path"}, nil)
+	lockTombstonesDesc = prometheus.NewDesc("lock_tombstones",
+		"Lock nodes of expired sessions kept for the lock delay (zkd.lockDelayMs), not yet removed.", nil, nil)
 	lockWaitDesc = prometheus.NewDesc("lock_wait_time_ms",
 		"Time from a contender's node creation until it was seen holding the lock, in ms (sampled every second).", nil, nil)
 )
@@ -152,6 +157,7 @@ func (lc *lockCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- lockWaitersDesc
 	ch <- lockQueueDesc
 	ch <- lockWaitDesc
+	ch <- lockTombstonesDesc
 }
 
 // Collect implements prometheus.Collector.
@@ -167,6 +173,9 @@ func (lc *lockCollector) Collect(ch chan<- prometheus.Metric) {
 	slices.SortStableFunc(locks, func(a, b LockInfo) int { return cmp.Compare(qlen(b), qlen(a)) })
 	for _, l := range locks[:min(lockTopN, len(locks))] {
 		ch <- prometheus.MustNewConstMetric(lockQueueDesc, prometheus.GaugeValue, float64(qlen(l)), l.Path)
+	}
+	if t := lc.s.b.Tree(); t != nil {
+		ch <- prometheus.MustNewConstMetric(lockTombstonesDesc, prometheus.GaugeValue, float64(len(t.Tombstones())))
 	}
 	n, sum := lc.lt.snapshot()
 	ch <- prometheus.MustNewConstSummary(lockWaitDesc, n, sum, nil)

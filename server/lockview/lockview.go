@@ -54,6 +54,14 @@ type Node struct {
 	// (at most: it held since its predecessor left), for a waiter how long
 	// it has waited.
 	AgeMs int64 `json:"age_ms"`
+	// Tombstone is set when the node's session expired under a lock delay
+	// (zkd.lockDelayMs, docs/fencing.md): nobody holds it, but it keeps
+	// its place in the queue until DelayUntil, ms since the epoch in log
+	// time (its expiry entry's leader time plus the delay), DelayLeftMs
+	// from now (0: due, removal under way).
+	Tombstone   bool  `json:"tombstone,omitempty"`
+	DelayUntil  int64 `json:"delay_until,omitempty"`
+	DelayLeftMs int64 `json:"delay_left_ms,omitempty"`
 }
 
 // Lock is one lock path: its holders (one for a mutex; for a
@@ -175,4 +183,33 @@ func holders(kind string, nodes []Node) int {
 		return n
 	}
 	return 1
+}
+
+// MarkTombstones flags the nodes of locks that are lock delay tombstones
+// (datatree.Tree.Tombstones: matched by path and czxid) with the delay
+// left at now, ms since the epoch. A tombstone stays where its sequence
+// puts it: usually the holder, which is what keeps the next waiter
+// waiting.
+func MarkTombstones(locks []Lock, tombs []datatree.Tombstone, now int64) {
+	if len(tombs) == 0 {
+		return
+	}
+	byPath := make(map[string]datatree.Tombstone, len(tombs))
+	for _, tb := range tombs {
+		byPath[tb.Path] = tb
+	}
+	mark := func(parent string, nodes []Node) {
+		for i := range nodes {
+			tb, ok := byPath[strings.TrimSuffix(parent, "/")+"/"+nodes[i].Name]
+			if ok && tb.Czxid == nodes[i].Czxid {
+				nodes[i].Tombstone = true
+				nodes[i].DelayUntil = tb.Deadline
+				nodes[i].DelayLeftMs = max(0, tb.Deadline-now)
+			}
+		}
+	}
+	for _, l := range locks {
+		mark(l.Path, l.Holders)
+		mark(l.Path, l.Waiters)
+	}
 }
