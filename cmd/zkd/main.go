@@ -25,6 +25,7 @@ import (
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/quorum"
 	"github.com/zkd/zkd/server"
+	"github.com/zkd/zkd/server/lockview"
 	"github.com/zkd/zkd/zab"
 )
 
@@ -192,6 +193,7 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 		return qc, nc, sc, err
 	}
 	nc.ContainerMaxPerMinute = int(perMinute)
+	nc.LockDelayMs, nc.LockName = c.LockDelay.Milliseconds(), lockview.IsLockName
 	if c.SnapCount > 0 {
 		nc.SnapshotThreshold = uint64(c.SnapCount)
 	}

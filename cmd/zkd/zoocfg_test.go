@@ -109,7 +109,7 @@ func TestParseZooCfgErrors(t *testing.T) {
 		{"bad number", "dataDir=/tmp\ntickTime=abc\n", "tickTime=abc"},
 		{"bad bool", "dataDir=/tmp\nadmin.enableServer=maybe\n", "admin.enableServer"},
 		{"bad server id", "dataDir=/tmp\nserver.x=a:1:2\n", "server.x"},
-		{"lock delay", "dataDir=/tmp\nzkd.lockDelayMs=5000\n", "zkd.lockDelayMs=5000: lock delay is not implemented"},
+		{"negative lock delay", "dataDir=/tmp\nzkd.lockDelayMs=-1\n", "zkd.lockDelayMs=-1: must not be negative"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
