@@ -60,6 +60,7 @@ func TestParseZooCfg(t *testing.T) {
 		"DigestAuthenticationProvider.superDigest=super:D/InIHSb7yEEbrWz8b9l71RjZJU=",
 		"jute.maxbuffer=4096",
 		"server.1=127.0.0.1:2888:3888;2181",
+		"zkd.lockDelayMs=1500",
 	}, "\n")
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -71,6 +72,9 @@ func TestParseZooCfg(t *testing.T) {
 	}
 	if c.TickTime != 200*time.Millisecond || c.ClientPort != 12181 || c.ClientPortAddress != "127.0.0.1" {
 		t.Errorf("tick/port/address = %v/%d/%q", c.TickTime, c.ClientPort, c.ClientPortAddress)
+	}
+	if c.LockDelay != 1500*time.Millisecond {
+		t.Errorf("zkd.lockDelayMs = %v, want 1.5s", c.LockDelay)
 	}
 	if c.MaxSessionTimeout != 9*time.Second || c.MinSessionTimeout != 0 {
 		t.Errorf("session timeouts = %v/%v", c.MinSessionTimeout, c.MaxSessionTimeout)

@@ -113,3 +113,43 @@ func TestLockView(t *testing.T) {
 		t.Errorf("first waiter = %+v, want client remote, czxid 101, sequence 1, age 999", w)
 	}
 }
+
+// TestMarkTombstones: a node is marked only when both its path and its
+// czxid match a tombstone (a later node of the same name is not the
+// tombstone), with the deadline and the delay left, never negative.
+func TestMarkTombstones(t *testing.T) {
+	groups := []datatree.EphemeralGroup{{Parent: "/l", Children: []datatree.EphemeralChild{
+		child("lock-0000000000", 1, 0),
+		child("lock-0000000001", 2, 1),
+		child("lock-0000000002", 3, 2),
+	}}}
+	tombs := []datatree.Tombstone{
+		{Path: "/l/lock-0000000000", Czxid: 100, Session: 1, Deadline: 5000},
+		{Path: "/l/lock-0000000001", Czxid: 999, Session: 9, Deadline: 5000}, // another node of that name
+		{Path: "/l/lock-0000000002", Czxid: 102, Session: 3, Deadline: 3000},
+	}
+	tests := []struct {
+		now  int64
+		want [3][2]int64 // per node: tombstone (0/1), delay left
+	}{
+		{4000, [3][2]int64{{1, 1000}, {0, 0}, {1, 0}}},
+		{5000, [3][2]int64{{1, 0}, {0, 0}, {1, 0}}},
+	}
+	for _, tc := range tests {
+		locks := Build(groups, func(int64) string { return "" }, tc.now)
+		MarkTombstones(locks, tombs, tc.now)
+		nodes := append(append([]Node{}, locks[0].Holders...), locks[0].Waiters...)
+		for i, n := range nodes {
+			got := [2]int64{0, n.DelayLeftMs}
+			if n.Tombstone {
+				got[0] = 1
+				if n.DelayUntil != tombs[i].Deadline {
+					t.Errorf("now %d: %s delay_until %d, want %d", tc.now, n.Name, n.DelayUntil, tombs[i].Deadline)
+				}
+			}
+			if got != tc.want[i] {
+				t.Errorf("now %d: %s tombstone/left = %v, want %v", tc.now, n.Name, got, tc.want[i])
+			}
+		}
+	}
+}
