@@ -2,6 +2,7 @@ package gozk
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -238,4 +239,89 @@ func TestIntegration_LockDelayReleaseNotDelayed(t *testing.T) {
 			must(t, bLock.Unlock())
 		})
 	}
+}
+
+// isTombstone reports whether the lock node at p is a tombstone as a client
+// sees it: the node exists but its fencing token is NoNode (nobody holds
+// it).
+func isTombstone(t *testing.T, c *zk.Conn, p string) bool {
+	t.Helper()
+	_, err := c.Sync(p)
+	must(t, err)
+	ok, _, err := c.Exists(p)
+	must(t, err)
+	if !ok {
+		return false
+	}
+	_, _, err = c.Get("/zookeeper/fencing" + p)
+	return errors.Is(err, zk.ErrNoNode)
+}
+
+// TestIntegration_LockDelayLeaderChange: in a 3-member ensemble with
+// zkd.lockDelayMs, an expired holder's tombstone survives a kill -9 of the
+// leader (every surviving member still has it), and the new leader removes
+// it: a waiter queued after the change is granted, at least the delay of
+// log time after a write made before the holder was cut off.
+func TestIntegration_LockDelayLeaderChange(t *testing.T) {
+	const delay = 15000
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: 200,
+		ExtraCfg: map[string]string{"zkd.lockDelayMs": strconv.Itoa(delay)}})
+	leader := -1
+	waitFor(t, 30*time.Second, "a leader", func() bool {
+		for i, s := range servers {
+			if out, err := s.FourLetter("srvr"); err == nil && strings.Contains(out, "Mode: leader") {
+				leader = i
+				return true
+			}
+		}
+		return false
+	})
+	var followers []*zkproc.Server
+	for i, s := range servers {
+		if i != leader {
+			followers = append(followers, s)
+		}
+	}
+	const lock = "/locks/ensemble"
+	c, _ := connect(t, followers[0].Addr)
+	_, err := c.Create("/locks", nil, 0, worldACL)
+	must(t, err)
+	proxy := zkproc.StartProxy(t, followers[1].Addr)
+	a, _ := connectTimeout(t, proxy.Addr, time.Second)
+	must(t, zk.NewLock(a, lock, worldACL).Lock())
+	aNode, err := ownLockNode(a, lock)
+	must(t, err)
+	_, err = c.Set("/locks", []byte("cut"), -1)
+	must(t, err)
+	_, cut, err := c.Get("/locks")
+	must(t, err)
+	proxy.Blackhole()
+	waitFor(t, 30*time.Second, "A's node to become a tombstone", func() bool { return isTombstone(t, c, aNode) })
+
+	servers[leader].Kill()
+	for _, s := range followers {
+		cs, _ := connect(t, s.Addr)
+		if !isTombstone(t, cs, aNode) {
+			t.Fatalf("member %s lost the tombstone %s across the leader change", s.Addr, aNode)
+		}
+	}
+	b, _ := connect(t, followers[0].Addr)
+	bLock, bDone := lockInBackground(b, lock)
+	select {
+	case err := <-bDone:
+		must(t, err)
+	case <-time.After(90 * time.Second):
+		t.Fatal("B never granted after the leader change")
+	}
+	if ok, _, err := b.Exists(aNode); err != nil || ok {
+		t.Fatalf("B granted while %s exists (%v)", aNode, err)
+	}
+	_, err = b.Create("/locks/granted", nil, 0, worldACL)
+	must(t, err)
+	_, granted, err := b.Get("/locks/granted")
+	must(t, err)
+	if granted.Ctime-cut.Mtime < delay {
+		t.Fatalf("B granted %d ms of log time after A was cut off, want at least %d", granted.Ctime-cut.Mtime, delay)
+	}
+	must(t, bLock.Unlock())
 }
