@@ -71,11 +71,12 @@ final class ServerProc {
      * quorum, election and client ports on loopback, and a myid file each.
      */
     static List<ServerProc> ensemble(Target target, Path base, String name, int n, Options opts) throws IOException {
+        int[] free = freePorts(3 * n);
         int[][] ports = new int[n][3];
         List<String> lines = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             for (int j = 0; j < 3; j++) {
-                ports[i][j] = freePort();
+                ports[i][j] = free[3 * i + j];
             }
             lines.add("server." + (i + 1) + "=127.0.0.1:" + ports[i][1] + ":" + ports[i][2] + ";127.0.0.1:" + ports[i][0]);
         }
@@ -247,6 +248,28 @@ final class ServerProc {
             return new String(b, from, b.length - from, StandardCharsets.UTF_8);
         } catch (IOException e) {
             return "(no log: " + e + ")";
+        }
+    }
+
+    /**
+     * freePorts returns k distinct loopback ports that were free a moment ago: every socket stays
+     * open until all are taken, so the system cannot hand out one port twice (asking one at a time,
+     * a member's client port once came back as another's quorum port).
+     */
+    static int[] freePorts(int k) throws IOException {
+        List<ServerSocket> held = new ArrayList<>();
+        try {
+            int[] out = new int[k];
+            for (int i = 0; i < k; i++) {
+                ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                held.add(s);
+                out[i] = s.getLocalPort();
+            }
+            return out;
+        } finally {
+            for (ServerSocket s : held) {
+                s.close();
+            }
         }
     }
 
