@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,13 +55,36 @@ func dirSize(dir string) int64 {
 	return n
 }
 
+// rssBytes is a process's resident set size, from /proc/PID/status.
+func rssBytes(b *testing.B, pid int) int64 {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" && f[2] == "kB" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	b.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
 var snapLoaded = regexp.MustCompile(`Snapshot loaded in (\d+) ms`)
 
 // BenchmarkIntegration_Migrate measures, for ZKD_MIGRATE_NODES znodes
 // (default 100000): ZooKeeper 3.8's own load of the snapshot (its log's
 // "Snapshot loaded in N ms"), `zkd import` of the snapshot ZooKeeper then
-// wrote, and `zkd export` back; with the sizes on disk. Each step runs
-// once per b.N.
+// wrote, zkd's first start and a restart on the imported data (exec to
+// serving), and `zkd export` back; with the sizes on disk and the resident
+// memory per znode (ZooKeeper's whole RSS after its load with -Xmx4g;
+// zkd's RSS serving the tree less an empty zkd's). Each step runs once per
+// b.N.
 //
 //	ZKD_MIGRATE_NODES=1000000 go test -run '^$' -bench Migrate -benchtime 1x ./compat/migrate/
 func BenchmarkIntegration_Migrate(b *testing.B) {
@@ -86,6 +110,7 @@ func BenchmarkIntegration_Migrate(b *testing.B) {
 
 		zs := zkproc.StartZooKeeper(b, zkproc.Options{Dir: zkDir, StartTimeout: 10 * time.Minute,
 			JVMFlags: []string{"-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-Xmx4g"}})
+		zkRSS := rssBytes(b, zs.PID())
 		zs.Stop()
 		m := snapLoaded.FindStringSubmatch(zs.Log())
 		if m == nil {
@@ -109,6 +134,21 @@ func BenchmarkIntegration_Migrate(b *testing.B) {
 		importDur := time.Since(start)
 		zkdSize := dirSize(filepath.Join(dir, "data"))
 
+		// zkd serving the imported tree: time from exec to serving, and
+		// its resident memory once serving, against an empty zkd's.
+		empty := zkproc.StartZkd(b, zkproc.Options{Binary: bin})
+		emptyRSS := rssBytes(b, empty.PID())
+		empty.Stop()
+		start = time.Now()
+		zd := zkproc.StartZkd(b, zkproc.Options{Binary: bin, Dir: dir, StartTimeout: 10 * time.Minute})
+		zkdStart := time.Since(start)
+		zkdRSS := rssBytes(b, zd.PID())
+		zd.Stop()
+		start = time.Now()
+		zd.Restart(b)
+		zkdRestart := time.Since(start)
+		zd.Stop()
+
 		exp := filepath.Join(b.TempDir(), "data")
 		start = time.Now()
 		if out, err := exec.Command(bin, "export", "-to", exp, cfg).CombinedOutput(); err != nil {
@@ -124,5 +164,9 @@ func BenchmarkIntegration_Migrate(b *testing.B) {
 		b.ReportMetric(float64(zkSize)/1e6, "zk-snapshot-MB")
 		b.ReportMetric(float64(zkdSize)/1e6, "zkd-MB")
 		b.ReportMetric(float64(expSize)/1e6, "export-MB")
+		b.ReportMetric(zkdStart.Seconds(), "zkd-first-start-s")
+		b.ReportMetric(zkdRestart.Seconds(), "zkd-restart-s")
+		b.ReportMetric(float64(zkdRSS-emptyRSS)/float64(n), "zkd-RSS-B/znode")
+		b.ReportMetric(float64(zkRSS)/float64(n), "zk-RSS-B/znode")
 	}
 }
