@@ -80,6 +80,7 @@ public final class Main {
         WatchScenarios.register(s);
         FailoverScenarios.register(s);
         FencingScenarios.register(s);
+        LockDelayScenarios.register(s);
         return s;
     }
 
