@@ -253,15 +253,15 @@ final class ServerProc {
 
     /**
      * freePorts returns k distinct loopback ports that were free a moment ago: every socket stays
-     * open until all are taken, so the system cannot hand out one port twice (asking one at a time,
-     * a member's client port once came back as another's quorum port).
+     * open until all are taken, so no port is handed out twice (asking one at a time, a member's
+     * client port once came back as another's quorum port).
      */
     static int[] freePorts(int k) throws IOException {
         List<ServerSocket> held = new ArrayList<>();
         try {
             int[] out = new int[k];
             for (int i = 0; i < k; i++) {
-                ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+                ServerSocket s = bindFree();
                 held.add(s);
                 out[i] = s.getLocalPort();
             }
@@ -275,9 +275,41 @@ final class ServerProc {
 
     /** freePort returns a loopback port that was free a moment ago. */
     static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            s.setReuseAddress(true);
+        try (ServerSocket s = bindFree()) {
             return s.getLocalPort();
+        }
+    }
+
+    /**
+     * bindFree binds a loopback port below the kernel's ephemeral range when it can (as zkproc's
+     * Go harness does): a member killed and restarted on its ports must not find one taken by an
+     * outgoing connection meanwhile, which can happen to a port the kernel picked for port 0.
+     */
+    private static ServerSocket bindFree() throws IOException {
+        int first = ephemeralStart();
+        if (first > 11000) {
+            java.util.concurrent.ThreadLocalRandom rnd = java.util.concurrent.ThreadLocalRandom.current();
+            for (int i = 0; i < 200; i++) {
+                int p = 10000 + rnd.nextInt(first - 10000);
+                ServerSocket s = new ServerSocket();
+                try {
+                    s.bind(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), p), 1);
+                    return s;
+                } catch (IOException e) {
+                    s.close();
+                }
+            }
+        }
+        return new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+    }
+
+    /** ephemeralStart is the first port of Linux's ip_local_port_range, or 0 when unknown. */
+    private static int ephemeralStart() {
+        try {
+            String r = Files.readString(Path.of("/proc/sys/net/ipv4/ip_local_port_range")).trim();
+            return Integer.parseInt(r.split("\\s+")[0]);
+        } catch (IOException | RuntimeException e) {
+            return 0;
         }
     }
 }
