@@ -33,6 +33,7 @@ type result struct {
 	ConnectFailures int64   `json:"connect_failures,omitempty"`
 	Disconnects     int64   `json:"disconnects,omitempty"`
 	Expired         int64   `json:"expired,omitempty"`
+	MaxPingGapMs    float64 `json:"max_ping_gap_ms,omitempty"`
 	RSSBefore       int64   `json:"rss_before,omitempty"`
 	RSSHeld         int64   `json:"rss_held,omitempty"`
 	RSSPerSession   float64 `json:"rss_per_session,omitempty"`

@@ -27,8 +27,10 @@ import (
 // one per 25,000 sessions), since one source address has about 28k
 // ephemeral ports toward a server port. It reports connects/s, the ping
 // latency, the sessions the server closed (disconnects) and, of those, the
-// ones it expired; with -pids, the RSS each session added to those
-// processes and their CPU time per session-second while holding.
+// ones it expired, and the longest time it let pass between two pings of a
+// session (max_ping_gap_ms: past the timeout, an expiry is zkbench's fault);
+// with -pids, the RSS each session added to those processes and their CPU
+// time per session-second while holding.
 
 // sessionsPerIP is how many sessions -source-ips 0 puts on one address.
 const sessionsPerIP = 25000
@@ -39,6 +41,8 @@ type rawSession struct {
 	id       int64
 	passwd   []byte
 	sentNano atomic.Int64 // when the outstanding ping left, 0 if none
+	lastSent atomic.Int64 // when zkbench last wrote to it (connect or ping), UnixNano
+	maxGap   atomic.Int64 // longest time between two such writes, ns
 	closed   atomic.Bool  // the server closed the connection
 	mine     atomic.Bool  // zkbench closed it
 }
@@ -109,11 +113,16 @@ func writeRecords(nc net.Conn, recs ...jute.Record) error {
 	return err
 }
 
+// sessionDialer dials from source address src, leaving the choice of
+// local port to connect: see bindNoPort.
+func sessionDialer(src net.IP) *net.Dialer {
+	return &net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 10 * time.Second, Control: bindNoPort}
+}
+
 // openSession connects from src, establishes (or, with id, resumes) a
 // session and sets watches; the returned session has no reader yet.
 func openSession(addr string, src net.IP, timeout time.Duration, id int64, passwd []byte, watches int, root string) (*rawSession, error) {
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: src}, Timeout: 10 * time.Second}
-	nc, err := d.Dial("tcp", addr)
+	nc, err := sessionDialer(src).Dial("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +146,7 @@ func openSession(addr string, src net.IP, timeout time.Duration, id int64, passw
 		return nil, errSessionRefused
 	}
 	s := &rawSession{nc: nc, id: resp.SessionId, passwd: resp.Passwd}
+	s.lastSent.Store(time.Now().UnixNano())
 	for w := range watches {
 		hdr := &jute.RequestHeader{Xid: int32(w + 1), Type: jute.OpExists}
 		if err := writeRecords(nc, hdr, &jute.ExistsRequest{Path: fmt.Sprintf("%s/w%d", root, w), Watch: true}); err != nil {
@@ -327,7 +337,17 @@ func runSessions(ctx context.Context, cfg config, logw io.Writer) (*result, erro
 	if e := st.err(); e != nil {
 		res.lastErr = e
 	}
-	res.Expired = countExpired(cfg, sessions)
+	var gapExpired time.Duration
+	res.Expired, gapExpired = countExpired(cfg, sessions)
+	var gap time.Duration
+	for i := range sessions {
+		if s := sessions[i].Load(); s != nil {
+			gap = max(gap, time.Duration(s.maxGap.Load()))
+		}
+	}
+	res.MaxPingGapMs = float64(gap) / float64(time.Millisecond)
+	fmt.Fprintf(logw, "zkbench: longest time between two pings of a session %v (of an expired session %v; pinging every %v)\n",
+		gap.Round(time.Millisecond), gapExpired.Round(time.Millisecond), cfg.sessionTimeout/3)
 	open := int64(cfg.clients) - failed.Load()
 	for i := range cfg.pids {
 		res.RSSBefore += before[i].rss
@@ -364,7 +384,11 @@ func pingSessions(ctx context.Context, cfg config, sessions []atomic.Pointer[raw
 			}
 			// As ZooKeeper's client, ping even when the last ping is
 			// unanswered; its latency counts from the oldest one.
-			s.sentNano.CompareAndSwap(0, time.Now().UnixNano())
+			now := time.Now().UnixNano()
+			if gap := now - s.lastSent.Swap(now); gap > s.maxGap.Load() {
+				s.maxGap.Store(gap)
+			}
+			s.sentNano.CompareAndSwap(0, now)
 			s.nc.SetWriteDeadline(time.Now().Add(time.Second))
 			writeRecords(s.nc, ping)
 		}
@@ -372,9 +396,11 @@ func pingSessions(ctx context.Context, cfg config, sessions []atomic.Pointer[raw
 }
 
 // countExpired resumes each session the server disconnected: a refused
-// resumption is an expired session.
-func countExpired(cfg config, sessions []atomic.Pointer[rawSession]) int64 {
+// resumption is an expired session. It also returns the longest time
+// between two pings zkbench sent an expired session.
+func countExpired(cfg config, sessions []atomic.Pointer[rawSession]) (int64, time.Duration) {
 	var n int64
+	var gap time.Duration
 	for i := range sessions {
 		s := sessions[i].Load()
 		if s == nil || !s.closed.Load() {
@@ -384,9 +410,10 @@ func countExpired(cfg config, sessions []atomic.Pointer[rawSession]) int64 {
 		r, err := openSession(addr, net.IPv4(127, 0, 0, 1), cfg.sessionTimeout, s.id, s.passwd, 0, cfg.root)
 		if errors.Is(err, errSessionRefused) {
 			n++
+			gap = max(gap, time.Duration(s.maxGap.Load()))
 		} else if err == nil {
 			r.nc.Close()
 		}
 	}
-	return n
+	return n, gap
 }

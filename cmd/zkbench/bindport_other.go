@@ -1,0 +1,8 @@
+//go:build !linux
+
+package main
+
+import "syscall"
+
+// bindNoPort does nothing off Linux, which has no IP_BIND_ADDRESS_NO_PORT.
+func bindNoPort(network, address string, c syscall.RawConn) error { return nil }
