@@ -92,6 +92,27 @@ func lockInBackground(c *zk.Conn, lock string) (*zk.Lock, <-chan error) {
 	return l, done
 }
 
+// awaitGrant waits for B's lock (bDone), checks that A's node aNode is gone
+// by then, and has B write /locks/granted as holder: the returned Stat's
+// Ctime is the log time at which B acted as holder.
+func awaitGrant(t *testing.T, b *zk.Conn, bDone <-chan error, aNode string, wait time.Duration) *zk.Stat {
+	t.Helper()
+	select {
+	case err := <-bDone:
+		must(t, err)
+	case <-time.After(wait):
+		t.Fatalf("B never granted within %v", wait)
+	}
+	if ok, _, err := b.Exists(aNode); err != nil || ok {
+		t.Fatalf("B granted while %s exists (%v)", aNode, err)
+	}
+	_, err := b.Create("/locks/granted", nil, 0, worldACL)
+	must(t, err)
+	_, granted, err := b.Get("/locks/granted")
+	must(t, err)
+	return granted
+}
+
 // TestIntegration_LockDelayExpiredHolder: with zkd.lockDelayMs on, holder
 // A's session expires (its connection blackholed by a proxy) while B waits
 // with go-zk's recipe. A's node stays as a tombstone, shown by the lock
@@ -164,19 +185,7 @@ func TestIntegration_LockDelayExpiredHolder(t *testing.T) {
 		}
 	}
 
-	select {
-	case err := <-bDone:
-		must(t, err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("B never granted after the tombstone's deadline")
-	}
-	if ok, _, err := b.Exists(aNode); err != nil || ok {
-		t.Fatalf("B granted while %s exists (%v)", aNode, err)
-	}
-	_, err = b.Create("/locks/granted", nil, 0, worldACL)
-	must(t, err)
-	_, granted, err := b.Get("/locks/granted")
-	must(t, err)
+	granted := awaitGrant(t, b, bDone, aNode, 60*time.Second)
 	if granted.Ctime < tomb.DelayUntil {
 		t.Fatalf("B wrote as holder at log time %d, before the tombstone's deadline %d", granted.Ctime, tomb.DelayUntil)
 	}
@@ -307,19 +316,7 @@ func TestIntegration_LockDelayLeaderChange(t *testing.T) {
 	}
 	b, _ := connect(t, followers[0].Addr)
 	bLock, bDone := lockInBackground(b, lock)
-	select {
-	case err := <-bDone:
-		must(t, err)
-	case <-time.After(90 * time.Second):
-		t.Fatal("B never granted after the leader change")
-	}
-	if ok, _, err := b.Exists(aNode); err != nil || ok {
-		t.Fatalf("B granted while %s exists (%v)", aNode, err)
-	}
-	_, err = b.Create("/locks/granted", nil, 0, worldACL)
-	must(t, err)
-	_, granted, err := b.Get("/locks/granted")
-	must(t, err)
+	granted := awaitGrant(t, b, bDone, aNode, 90*time.Second)
 	if granted.Ctime-cut.Mtime < delay {
 		t.Fatalf("B granted %d ms of log time after A was cut off, want at least %d", granted.Ctime-cut.Mtime, delay)
 	}
