@@ -151,6 +151,16 @@ type Config struct {
 	// PeerTLS, when set (sslQuorum=true), secures the quorum and election
 	// ports with mutual TLS. Default nil: plaintext.
 	PeerTLS PeerTLS
+	// PortUnification (ZooKeeper's quorum portUnification=true) makes the
+	// quorum and election ports take plaintext members beside TLS ones,
+	// told apart by the first byte: the window of a rolling upgrade from
+	// plaintext to TLS. A TLS member must still present a certificate
+	// PeerTLS trusts. It needs PeerTLS.
+	PortUnification bool
+	// DialPlaintext (portUnification=true with sslQuorum=false) makes
+	// this member dial the others in plaintext though PeerTLS is set for
+	// its listeners. It needs PortUnification.
+	DialPlaintext bool
 	// Logger receives the package's logs. Default: no logs.
 	Logger *zap.Logger
 }
@@ -187,6 +197,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("quorum: config: syncLimit %d must be at least 1", c.SyncLimit)
 	case c.Logger == nil:
 		return errors.New("quorum: config: Logger is nil")
+	case c.PortUnification && c.PeerTLS == nil:
+		return errors.New("quorum: config: portUnification needs the members' TLS stores (ssl.quorum.*)")
+	case c.DialPlaintext && !c.PortUnification:
+		return errors.New("quorum: config: DialPlaintext without PortUnification")
 	}
 	if c.Standalone() {
 		return nil

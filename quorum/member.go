@@ -47,6 +47,9 @@ type Member struct {
 	stop        chan struct{}
 	wg          sync.WaitGroup
 
+	// refusals limits the log lines about refused member connections.
+	refusals refusalLog
+
 	stopOnce sync.Once
 }
 

@@ -3,12 +3,19 @@ package quorum
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/server/tlsconf"
 )
 
 // PeerTLS is the mutual TLS members speak to each other when sslQuorum is
@@ -30,42 +37,59 @@ type PeerTLS interface {
 	VerifyPeerNames() bool
 }
 
-// serverTLS wraps an accepted connection in TLS; with VerifyPeerNames the
-// client certificate must name the remote IP address.
-func serverTLS(pt PeerTLS, c net.Conn) *tls.Conn {
+// serverConfig is the TLS configuration for a member connecting from c;
+// with VerifyPeerNames its certificate must name c's remote IP address.
+func serverConfig(pt PeerTLS, c net.Conn) *tls.Config {
 	conf := pt.ServerConfig()
-	if pt.VerifyPeerNames() {
-		ip, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-		conf = conf.Clone()
-		base := conf.GetConfigForClient
-		conf.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
-			cc := conf
-			if base != nil {
-				var err error
-				if cc, err = base(hello); err != nil || cc == nil {
-					return cc, err
-				}
-			}
-			cc = cc.Clone()
-			cc.VerifyConnection = func(cs tls.ConnectionState) error {
-				if len(cs.PeerCertificates) == 0 {
-					return fmt.Errorf("quorum: member at %s sent no certificate", ip)
-				}
-				if err := cs.PeerCertificates[0].VerifyHostname(ip); err != nil {
-					return fmt.Errorf("quorum: member certificate does not name %s: %w", ip, err)
-				}
-				return nil
-			}
-			return cc, nil
-		}
+	if !pt.VerifyPeerNames() {
+		return conf
 	}
-	return tls.Server(c, conf)
+	ip, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+	conf = conf.Clone()
+	base := conf.GetConfigForClient
+	conf.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		cc := conf
+		if base != nil {
+			var err error
+			if cc, err = base(hello); err != nil || cc == nil {
+				return cc, err
+			}
+		}
+		cc = cc.Clone()
+		cc.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return fmt.Errorf("quorum: member at %s sent no certificate", ip)
+			}
+			if err := cs.PeerCertificates[0].VerifyHostname(ip); err != nil {
+				return fmt.Errorf("quorum: member certificate does not name %s: %w", ip, err)
+			}
+			return nil
+		}
+		return cc, nil
+	}
+	return conf
 }
 
-// peerListener is the election listener behind mutual TLS.
+// peerMode names how this member's ports work, for its start log line.
+func (c *Config) peerMode() string {
+	switch {
+	case c.PeerTLS == nil:
+		return "plaintext only (sslQuorum=false)"
+	case !c.PortUnification:
+		return "mutual TLS only (sslQuorum=true)"
+	case c.DialPlaintext:
+		return "TLS and plaintext accepted, dialing plaintext (portUnification=true, sslQuorum=false)"
+	default:
+		return "TLS and plaintext accepted, dialing TLS (portUnification=true, sslQuorum=true)"
+	}
+}
+
+// peerListener is a member port's listener: every accepted connection is
+// a peerConn, admitted or refused by its first byte.
 type peerListener struct {
 	net.Listener
-	tls PeerTLS
+	m    *Member
+	port string // "quorum" or "election", for logs
 }
 
 func (l *peerListener) Accept() (net.Conn, error) {
@@ -73,32 +97,129 @@ func (l *peerListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return serverTLS(l.tls, c), nil
+	return &peerConn{Conn: c, m: l.m, port: l.port}, nil
 }
 
-// tlsStream is raft's stream layer over mutual TLS.
-type tlsStream struct {
-	net.Listener
-	advertise net.Addr
-	tls       PeerTLS
+// peerConn is an accepted member connection. Its first Read or Write
+// reads the peer's first byte (tlsconf.Sniff) and, by this member's mode,
+// runs the TLS handshake, passes plaintext through, or refuses it; the
+// caller (raft's or the leader side's goroutine for this connection)
+// blocks meanwhile, so no other connection waits.
+type peerConn struct {
+	net.Conn // the TCP connection: addresses, deadlines, Close
+	m        *Member
+	port     string
+
+	once sync.Once
+	conn net.Conn // after admit: the TLS or plaintext stream
+	err  error
 }
 
-// Accept returns the next connection, TLS on top; the handshake runs on
-// its first read, in raft's connection goroutine.
-func (s *tlsStream) Accept() (net.Conn, error) {
-	c, err := s.Listener.Accept()
+func (c *peerConn) admitted() error {
+	c.once.Do(func() { c.conn, c.err = c.m.admit(c.Conn, c.port) })
+	return c.err
+}
+
+func (c *peerConn) Read(b []byte) (int, error) {
+	if err := c.admitted(); err != nil {
+		return 0, err
+	}
+	return c.conn.Read(b)
+}
+
+func (c *peerConn) Write(b []byte) (int, error) {
+	if err := c.admitted(); err != nil {
+		return 0, err
+	}
+	return c.conn.Write(b)
+}
+
+// errRefused is returned by a refused member connection's Read and Write.
+var errRefused = errors.New("quorum: member connection refused")
+
+// admit decides what raw, accepted on this member's port, may speak:
+//
+//   - TLS, when this member has the stores (sslQuorum or portUnification):
+//     the handshake must succeed, the peer's certificate trusted;
+//   - plaintext, when this member has no stores, or has portUnification;
+//   - anything else is closed with a WARN line saying which step of the
+//     rolling upgrade the two members disagree on.
+func (m *Member) admit(raw net.Conn, port string) (net.Conn, error) {
+	from := raw.RemoteAddr().String()
+	conn, isTLS, err := tlsconf.Sniff(raw)
 	if err != nil {
+		// Closed before its first byte: a liveness probe (inTouch) or a
+		// dial given up. Nothing to report.
 		return nil, err
 	}
-	return serverTLS(s.tls, c), nil
+	pt := m.cfg.PeerTLS
+	switch {
+	case isTLS && pt == nil:
+		m.refuse(from, port, "member dialed with TLS (sslQuorum=true there), but this member has sslQuorum=false and portUnification=false; "+
+			"to move to TLS, first restart every member with portUnification=true and the ssl.quorum.* stores")
+		raw.Close()
+		return nil, errRefused
+	case isTLS:
+		tc := tls.Server(conn, serverConfig(pt, raw))
+		ctx, cancel := context.WithTimeout(context.Background(), max(m.timing.TransportTimeout, 10*time.Second))
+		defer cancel()
+		if err := tc.HandshakeContext(ctx); err != nil {
+			m.refuse(from, port, fmt.Sprintf("TLS handshake failed (untrusted or missing certificate?): %v", err))
+			raw.Close()
+			return nil, fmt.Errorf("quorum: TLS handshake with member at %s: %w", from, err)
+		}
+		return tc, nil
+	case pt != nil && !m.cfg.PortUnification:
+		m.refuse(from, port, "plaintext member refused: this member has sslQuorum=true and portUnification=false (TLS only); "+
+			"the other member still has sslQuorum=false: restart it with sslQuorum=true before turning portUnification off here")
+		raw.Close()
+		return nil, errRefused
+	case pt != nil:
+		m.log.Info("accepted plaintext member connection (portUnification=true)", zap.String("from", from), zap.String("port", port))
+	}
+	return conn, nil
+}
+
+// refusalLog keeps one WARN line per remote host and reason every
+// refusalEvery: a refused member redials many times a second.
+type refusalLog struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+const refusalEvery = 10 * time.Second
+
+func (m *Member) refuse(from, port, why string) {
+	host, _, _ := net.SplitHostPort(from)
+	key := host + "\x00" + port + "\x00" + why
+	now := time.Now()
+	r := &m.refusals
+	r.mu.Lock()
+	if r.last == nil {
+		r.last = map[string]time.Time{}
+	}
+	if t, ok := r.last[key]; ok && now.Sub(t) < refusalEvery {
+		r.mu.Unlock()
+		return
+	}
+	r.last[key] = now
+	r.mu.Unlock()
+	m.log.Warn("refused a member connection on the "+port+" port: "+why, zap.String("from", from))
+}
+
+// peerStream is raft's stream layer on the quorum port: accepted
+// connections go through admit, dialed ones through dialPeer.
+type peerStream struct {
+	*peerListener
+	advertise net.Addr
 }
 
 // Addr is the address raft advertises: the quorum address.
-func (s *tlsStream) Addr() net.Addr { return s.advertise }
+func (s *peerStream) Addr() net.Addr { return s.advertise }
 
-// Dial opens a TLS connection to a peer's quorum port.
-func (s *tlsStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return dialTLS(s.tls, string(addr), timeout)
+// Dial opens a connection to a peer's quorum port.
+func (s *peerStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	return s.m.dialPeer(string(addr), timeout)
 }
 
 // dialTLS dials addr and completes the handshake within timeout, so a
@@ -117,40 +238,43 @@ func dialTLS(pt PeerTLS, addr string, timeout time.Duration) (net.Conn, error) {
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
 		c.Close()
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			return nil, fmt.Errorf("quorum: TLS handshake with %s: %w (closed by the member: it may still have sslQuorum=false and portUnification=false, or not trust this certificate)", addr, err)
+		}
 		return nil, fmt.Errorf("quorum: TLS handshake with %s: %w", addr, err)
 	}
 	return tc, nil
 }
 
-// dialPeer opens a connection to a peer's election (forwarding) port:
-// plain TCP, or mutual TLS with sslQuorum.
+// dialPeer opens a connection to a peer's quorum or election port: mutual
+// TLS with sslQuorum, plain TCP otherwise.
 func (m *Member) dialPeer(addr string, timeout time.Duration) (net.Conn, error) {
-	if m.cfg.PeerTLS == nil {
+	if m.cfg.PeerTLS == nil || m.cfg.DialPlaintext {
 		return net.DialTimeout("tcp", addr, timeout)
 	}
 	return dialTLS(m.cfg.PeerTLS, addr, timeout)
 }
 
-// transport returns the raft transport on the quorum address: raft's TCP
-// transport, or the same protocol over mutual TLS with sslQuorum.
+// transport returns the raft transport on the quorum address: raft's
+// network transport over peerStream.
 func (m *Member) transport(quorumAddr string, advertise *net.TCPAddr, logger hclog.Logger) (*raft.NetworkTransport, error) {
-	if m.cfg.PeerTLS == nil {
-		return raft.NewTCPTransportWithLogger(quorumAddr, advertise, 3, m.timing.TransportTimeout, logger)
+	if advertise.IP.IsUnspecified() {
+		return nil, fmt.Errorf("quorum: quorum address %s is not advertisable", quorumAddr)
 	}
 	ln, err := net.Listen("tcp", quorumAddr)
 	if err != nil {
 		return nil, err
 	}
-	return raft.NewNetworkTransportWithLogger(&tlsStream{Listener: ln, advertise: advertise, tls: m.cfg.PeerTLS},
+	m.log.Info("member ports: "+m.cfg.peerMode(), zap.String("quorum", quorumAddr))
+	return raft.NewNetworkTransportWithLogger(&peerStream{peerListener: &peerListener{Listener: ln, m: m, port: "quorum"}, advertise: advertise},
 		3, m.timing.TransportTimeout, logger), nil
 }
 
-// listenElection listens on the election (forwarding) port, behind
-// mutual TLS with sslQuorum.
+// listenElection listens on the election (forwarding) port.
 func (m *Member) listenElection(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
-	if err != nil || m.cfg.PeerTLS == nil {
-		return ln, err
+	if err != nil {
+		return nil, err
 	}
-	return &peerListener{Listener: ln, tls: m.cfg.PeerTLS}, nil
+	return &peerListener{Listener: ln, m: m, port: "election"}, nil
 }

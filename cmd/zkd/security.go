@@ -27,7 +27,6 @@ var refusedSecurityKeys = []struct {
 	off  string // the value that asks for nothing ("" : any value is refused)
 	why  string
 }{
-	{"zookeeper.portUnification", "false", "zkd members cannot take TLS and plaintext on one quorum port: switch every member to sslQuorum at once"},
 	{"zookeeper.admin.needClientAuth", "false", "the admin server does not check client certificates (ZooKeeper 3.8's does not either)"},
 }
 
@@ -138,31 +137,44 @@ func clientListener(c *zooCfg, sc server.Config, log *zap.Logger) (net.Listener,
 	return tlsconf.Merge(lns...), nil
 }
 
-// quorumTLS returns the members' mutual TLS when sslQuorum=true, from the
-// ssl.quorum.* keys (reloaded when the files change, which is what
-// sslQuorumReloadCertFiles asks for), or nil.
-func quorumTLS(c *zooCfg, log *zap.Logger) (quorum.PeerTLS, error) {
-	if !c.propBool("zookeeper.sslQuorum") {
-		return nil, nil
+// quorumTLS sets the members' TLS from sslQuorum, the quorum
+// portUnification and the ssl.quorum.* keys: the stores (reloaded when the
+// files change, which is what sslQuorumReloadCertFiles asks for), whether
+// the member ports also take plaintext members, and whether this member
+// dials the others in plaintext. Neither key set: plaintext.
+func quorumTLS(c *zooCfg, qc *quorum.Config, log *zap.Logger) error {
+	ssl := c.propBool("zookeeper.sslQuorum")
+	unified := c.propBool("zookeeper.portUnification")
+	if !ssl && !unified {
+		return nil
+	}
+	asked := "sslQuorum=true"
+	if !ssl {
+		asked = "portUnification=true"
 	}
 	const prefix = "zookeeper.ssl.quorum."
 	opts, err := tlsconf.FromProps(c.prop, prefix)
 	if err != nil {
-		return nil, fmt.Errorf("zkd: %w", err)
+		return fmt.Errorf("zkd: %w", err)
 	}
 	if !opts.Enabled() || opts.TrustStoreLocation == "" {
-		return nil, fmt.Errorf("zkd: sslQuorum=true needs ssl.quorum.keyStore.location and ssl.quorum.trustStore.location")
+		return fmt.Errorf("zkd: %s needs ssl.quorum.keyStore.location and ssl.quorum.trustStore.location", asked)
 	}
 	if opts.ClientAuth != tlsconf.ClientAuthNeed {
-		return nil, fmt.Errorf("zkd: sslQuorum needs ssl.quorum.clientAuth=need (got %s): members authenticate each other", opts.ClientAuth)
+		return fmt.Errorf("zkd: %s needs ssl.quorum.clientAuth=need (got %s): members authenticate each other", asked, opts.ClientAuth)
 	}
 	r, err := tlsconf.NewReloader(opts, time.Second, func(err error) {
 		log.Warn("quorum TLS key or trust store changed but could not be reloaded; still using the previous one", zap.Error(err))
 	})
 	if err != nil {
-		return nil, fmt.Errorf("zkd: %w", err)
+		return fmt.Errorf("zkd: %w", err)
 	}
-	return r, nil
+	qc.PeerTLS, qc.PortUnification, qc.DialPlaintext = r, unified, !ssl
+	if unified {
+		log.Warn("portUnification=true: the quorum and election ports accept plaintext members beside TLS ones (a rolling upgrade's window); set portUnification=false once every member has sslQuorum=true",
+			zap.Bool("sslQuorum", ssl))
+	}
+	return nil
 }
 
 // adminTLS returns how the admin server's listener is wrapped, as ZooKeeper

@@ -38,7 +38,8 @@ func TestSecurityKeys(t *testing.T) {
 		{"sslQuorum off", "sslQuorum=false\n", nil, ""},
 		{"quorum sasl", "quorum.auth.enableSasl=true\n", nil, "quorum.auth.enableSasl"},
 		{"quorum sasl flag", "", []string{"SERVER_JVMFLAGS=-Dzookeeper.quorum.auth.learnerRequireSasl=true"}, "quorum.auth.learnerRequireSasl"},
-		{"quorum portUnification", "portUnification=true\n", nil, "portUnification"},
+		{"quorum portUnification without stores", "portUnification=true\n", nil, "portUnification=true needs ssl.quorum.keyStore.location"},
+		{"quorum portUnification off", "portUnification=false\n", nil, ""},
 		{"admin https without key store", "admin.forceHttps=true\n", nil, "ssl.quorum.keyStore.location"},
 		{"admin client auth", "admin.needClientAuth=true\n", nil, "admin.needClientAuth"},
 		{"ssl.quorum crl", "sslQuorum=true\nssl.quorum.crl=true\n", nil, "ssl.quorum.crl"},
@@ -154,5 +155,42 @@ func TestSecureOnlyListener(t *testing.T) {
 			pc.Close()
 		}
 		ln.Close()
+	}
+}
+
+// TestQuorumTLSModes: sslQuorum and the quorum portUnification, the keys of
+// ZooKeeper's three-step rolling upgrade, set how the member ports take and
+// dial members.
+func TestQuorumTLSModes(t *testing.T) {
+	dir := t.TempDir()
+	ca := tlstest.NewCA(t, "ca")
+	stores := "ssl.quorum.keyStore.location=" + ca.Issue(t, tlstest.Options{Subject: pkix.Name{CommonName: "member"}}).WritePEM(t, dir, "member") +
+		"\nssl.quorum.trustStore.location=" + ca.WritePEM(t, dir, "ca") + "\n"
+	tests := []struct {
+		name                        string
+		cfg                         string
+		peerTLS, unified, dialPlain bool
+	}{
+		{"plaintext", "", false, false, false},
+		{"stores alone", stores, false, false, false},
+		{"step 1: portUnification", stores + "portUnification=true\n", true, true, true},
+		{"step 2: and sslQuorum", stores + "portUnification=true\nsslQuorum=true\n", true, true, false},
+		{"step 3: sslQuorum alone", stores + "portUnification=false\nsslQuorum=true\n", true, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := cfgFrom(t, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			qc, _, _, err := configs(c, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (qc.PeerTLS != nil) != tc.peerTLS || qc.PortUnification != tc.unified || qc.DialPlaintext != tc.dialPlain {
+				t.Fatalf("PeerTLS set %v, PortUnification %v, DialPlaintext %v; want %v, %v, %v",
+					qc.PeerTLS != nil, qc.PortUnification, qc.DialPlaintext, tc.peerTLS, tc.unified, tc.dialPlain)
+			}
+		})
 	}
 }

@@ -59,12 +59,11 @@ func (c *UnifiedConn) HandshakeContext(ctx context.Context) error {
 		c.raw.SetReadDeadline(dl)
 		defer c.raw.SetReadDeadline(time.Time{})
 	}
-	var b [1]byte
-	if _, err := c.raw.Read(b[:]); err != nil {
+	pc, isTLS, err := Sniff(c.raw)
+	if err != nil {
 		return err
 	}
-	pc := &prefixConn{Conn: c.raw, prefix: b[:]}
-	if b[0] != recordTypeHandshake {
+	if !isTLS {
 		c.Conn = pc
 		return nil
 	}
@@ -85,6 +84,19 @@ func (c *UnifiedConn) ConnectionState() tls.ConnectionState {
 // Close closes the underlying connection, which also ends a handshake in
 // progress.
 func (c *UnifiedConn) Close() error { return c.raw.Close() }
+
+// Sniff reads c's first byte and reports whether it opens a TLS
+// handshake; conn gives that byte back on its first Read, so a caller
+// passes conn on (to tls.Server, or as plaintext). Deadlines are the
+// caller's: Sniff blocks until a byte comes or c's read deadline passes.
+// Members' ports use it for ZooKeeper's quorum portUnification.
+func Sniff(c net.Conn) (conn net.Conn, isTLS bool, err error) {
+	var b [1]byte
+	if _, err := c.Read(b[:]); err != nil {
+		return nil, false, err
+	}
+	return &prefixConn{Conn: c, prefix: b[:]}, b[0] == recordTypeHandshake, nil
+}
 
 // prefixConn is a connection whose first bytes were already read.
 type prefixConn struct {
@@ -214,14 +226,13 @@ func (d *detecting) acceptLoop() {
 // detect reads c's first byte and hands the connection to Accept.
 func (d *detecting) detect(c net.Conn) {
 	c.SetReadDeadline(time.Now().Add(d.timeout))
-	var b [1]byte
-	if _, err := c.Read(b[:]); err != nil {
+	out, isTLS, err := Sniff(c)
+	if err != nil {
 		c.Close()
 		return
 	}
 	c.SetReadDeadline(time.Time{})
-	var out net.Conn = &prefixConn{Conn: c, prefix: b[:]}
-	if b[0] == recordTypeHandshake {
+	if isTLS {
 		out = tls.Server(out, d.conf)
 	}
 	select {
