@@ -144,7 +144,7 @@ func clientListener(c *zooCfg, sc server.Config, log *zap.Logger) (net.Listener,
 // dials the others in plaintext. Neither key set: plaintext.
 func quorumTLS(c *zooCfg, qc *quorum.Config, log *zap.Logger) error {
 	ssl := c.propBool("zookeeper.sslQuorum")
-	unified := c.propBool("zookeeper.portUnification")
+	unified := c.QuorumPortUnification
 	if !ssl && !unified {
 		return nil
 	}

@@ -170,16 +170,23 @@ func TestQuorumTLSModes(t *testing.T) {
 		name                        string
 		cfg                         string
 		peerTLS, unified, dialPlain bool
+		env                         string
 	}{
-		{"plaintext", "", false, false, false},
-		{"stores alone", stores, false, false, false},
-		{"step 1: portUnification", stores + "portUnification=true\n", true, true, true},
-		{"step 2: and sslQuorum", stores + "portUnification=true\nsslQuorum=true\n", true, true, false},
-		{"step 3: sslQuorum alone", stores + "portUnification=false\nsslQuorum=true\n", true, false, false},
+		{"plaintext", "", false, false, false, ""},
+		{"stores alone", stores, false, false, false, ""},
+		{"step 1: portUnification", stores + "portUnification=true\n", true, true, true, ""},
+		{"step 2: and sslQuorum", stores + "portUnification=true\nsslQuorum=true\n", true, true, false, ""},
+		{"step 3: sslQuorum alone", stores + "portUnification=false\nsslQuorum=true\n", true, false, false, ""},
+		// ZooKeeper reads portUnification from zoo.cfg only.
+		{"system property is not the key", stores, false, false, false, "SERVER_JVMFLAGS=-Dzookeeper.portUnification=true"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := cfgFrom(t, tc.cfg)
+			var env []string
+			if tc.env != "" {
+				env = append(env, tc.env)
+			}
+			c, err := cfgFrom(t, tc.cfg, env...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -58,6 +58,10 @@ type zooCfg struct {
 	// clientPortAddress) are the TLS-only client port; 0 = none.
 	SecureClientPort        int
 	SecureClientPortAddress string
+	// QuorumPortUnification is the quorum portUnification key: members
+	// take TLS and plaintext members on their ports (docs/security.md).
+	// As in ZooKeeper's QuorumPeerConfig, zoo.cfg only: no system property.
+	QuorumPortUnification bool
 }
 
 // defaultZooCfg returns ZooKeeper's defaults for the keys zkd reads.
@@ -248,6 +252,8 @@ func (c *zooCfg) set(key, val string) error {
 		return boolean(&c.ReconfigEnabled)
 	case "standaloneEnabled":
 		return boolean(&c.StandaloneEnabled)
+	case "portUnification":
+		return boolean(&c.QuorumPortUnification)
 	case "zkd.lockDelayMs":
 		if err := ms(&c.LockDelay); err != nil {
 			return err
