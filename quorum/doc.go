@@ -5,12 +5,21 @@
 // # Ports
 //
 // Each server.N line names host:quorumPort:electionPort. Raft's
-// NetworkTransport (hashicorp/raft's TCP transport) listens on the quorum
-// port and carries AppendEntries, votes and snapshot installs; participants
+// NetworkTransport (hashicorp/raft's TCP protocol, over zkd's own stream
+// layer) listens on the quorum port and carries AppendEntries, votes and
+// snapshot installs; participants
 // are raft voters and observers raft non-voters. The election port carries
 // zkd's forwarding protocol: each follower keeps one ordered TCP stream to
 // the leader's election port, so the writes of one client connection reach
 // the log in the order the client sent them.
+//
+// Both ports are plaintext, mutual TLS (Config.PeerTLS, sslQuorum=true), or
+// both (Config.PortUnification, ZooKeeper's quorum portUnification=true,
+// the window of a rolling upgrade): each accepted connection's first byte
+// tells TLS from plaintext (tlsconf.Sniff), and a connection the member's
+// mode does not take is closed with a WARN line naming the two members'
+// disagreement. What a member dials follows sslQuorum alone
+// (Config.DialPlaintext), so a member asked for TLS never dials plaintext.
 //
 // # Forwarding
 //

@@ -9,7 +9,8 @@
 // files change so that new handshakes use the new certificates while
 // established connections carry on. It also provides the listeners zkd's
 // client port needs: TLS only (secureClientPort) or TLS and plaintext on one
-// port told apart by the first byte (client.portUnification), and the
+// port told apart by the first byte (client.portUnification; Sniff, which
+// the members' ports also use for the quorum portUnification), and the
 // RFC 2253 subject name ZooKeeper's X509AuthenticationProvider uses as the
 // x509 identity.
 //
