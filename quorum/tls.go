@@ -156,7 +156,7 @@ func (m *Member) admit(raw net.Conn, port string) (net.Conn, error) {
 	switch {
 	case isTLS && pt == nil:
 		m.refuse(from, port, "member dialed with TLS (sslQuorum=true there), but this member has sslQuorum=false and portUnification=false; "+
-			"to move to TLS, first restart every member with portUnification=true and the ssl.quorum.* stores")
+			"to move to TLS, first restart every member with portUnification=true and the ssl.quorum.* stores", nil)
 		raw.Close()
 		return nil, errRefused
 	case isTLS:
@@ -164,14 +164,14 @@ func (m *Member) admit(raw net.Conn, port string) (net.Conn, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), max(m.timing.TransportTimeout, 10*time.Second))
 		defer cancel()
 		if err := tc.HandshakeContext(ctx); err != nil {
-			m.refuse(from, port, fmt.Sprintf("TLS handshake failed (untrusted or missing certificate?): %v", err))
+			m.refuse(from, port, "TLS handshake failed (untrusted or missing certificate?)", err)
 			raw.Close()
 			return nil, fmt.Errorf("quorum: TLS handshake with member at %s: %w", from, err)
 		}
 		return tc, nil
 	case pt != nil && !m.cfg.PortUnification:
 		m.refuse(from, port, "plaintext member refused: this member has sslQuorum=true and portUnification=false (TLS only); "+
-			"the other member still has sslQuorum=false: restart it with sslQuorum=true before turning portUnification off here")
+			"the other member still has sslQuorum=false: restart it with sslQuorum=true before turning portUnification off here", nil)
 		raw.Close()
 		return nil, errRefused
 	case pt != nil:
@@ -180,7 +180,7 @@ func (m *Member) admit(raw net.Conn, port string) (net.Conn, error) {
 	return conn, nil
 }
 
-// refusalLog keeps one WARN line per remote host and reason every
+// refusalLog keeps one WARN line per remote host, port and reason every
 // refusalEvery: a refused member redials many times a second.
 type refusalLog struct {
 	mu   sync.Mutex
@@ -189,7 +189,9 @@ type refusalLog struct {
 
 const refusalEvery = 10 * time.Second
 
-func (m *Member) refuse(from, port, why string) {
+// refuse logs that a connection from a member was refused on port, for
+// why (a fixed text) and err (its detail, may be nil).
+func (m *Member) refuse(from, port, why string, err error) {
 	host, _, _ := net.SplitHostPort(from)
 	key := host + "\x00" + port + "\x00" + why
 	now := time.Now()
@@ -202,9 +204,20 @@ func (m *Member) refuse(from, port, why string) {
 		r.mu.Unlock()
 		return
 	}
+	if len(r.last) >= 1024 {
+		for k, t := range r.last {
+			if now.Sub(t) >= refusalEvery {
+				delete(r.last, k)
+			}
+		}
+	}
 	r.last[key] = now
 	r.mu.Unlock()
-	m.log.Warn("refused a member connection on the "+port+" port: "+why, zap.String("from", from))
+	fields := []zap.Field{zap.String("from", from)}
+	if err != nil {
+		fields = append(fields, zap.Error(err))
+	}
+	m.log.Warn("refused a member connection on the "+port+" port: "+why, fields...)
 }
 
 // peerStream is raft's stream layer on the quorum port: accepted

@@ -2,6 +2,7 @@ package quorum
 
 import (
 	"crypto/x509/pkix"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -139,8 +140,11 @@ func TestPeerPorts(t *testing.T) {
 				}
 				return
 			}
-			if len(warns) != 1 || !strings.Contains(warns[0].Message, tc.warn) {
+			if len(warns) != 1 {
 				t.Fatalf("warnings %v, want one naming %q", warns, tc.warn)
+			}
+			if text := fmt.Sprint(warns[0].Message, warns[0].ContextMap()); !strings.Contains(text, tc.warn) {
+				t.Fatalf("warning %s, want one naming %q", text, tc.warn)
 			}
 		})
 	}
@@ -235,3 +239,18 @@ func (o *oneConn) Accept() (net.Conn, error) {
 }
 func (o *oneConn) Close() error   { return nil }
 func (o *oneConn) Addr() net.Addr { return o.c.LocalAddr() }
+
+// TestRefusalLogLimited: a member redialing many times a second leaves one
+// WARN line per host, port and reason, not one per connection.
+func TestRefusalLogLimited(t *testing.T) {
+	m, logs := testMember(Config{})
+	for i := range 50 {
+		m.refuse("127.0.0.2:"+fmt.Sprint(40000+i), "quorum", "plaintext member refused", nil)
+	}
+	m.refuse("127.0.0.2:1", "election", "plaintext member refused", nil)
+	m.refuse("127.0.0.3:1", "quorum", "plaintext member refused", nil)
+	m.refuse("127.0.0.2:1", "quorum", "TLS handshake failed", io.EOF)
+	if n := logs.FilterLevelExact(zapcore.WarnLevel).Len(); n != 4 {
+		t.Fatalf("%d WARN lines, want 4 (one per host, port and reason)", n)
+	}
+}
