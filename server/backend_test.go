@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -299,6 +300,13 @@ type testServer struct {
 
 func startServer(t testing.TB, mod func(*Config)) *testServer {
 	t.Helper()
+	return startServerOn(t, mod, nil)
+}
+
+// startServerOn is startServer serving on wrap(listener) when wrap is not
+// nil (a TLS listener).
+func startServerOn(t testing.TB, mod func(*Config), wrap func(net.Listener) net.Listener) *testServer {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.ClientAddr = "127.0.0.1:0"
 	cfg.FourLetterWhitelist = []string{"*"}
@@ -317,6 +325,9 @@ func startServer(t testing.TB, mod func(*Config)) *testServer {
 	ln, err := netListen()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		ln = wrap(ln)
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ln) }()
