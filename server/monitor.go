@@ -341,8 +341,9 @@ func (s *Server) registerMonitor() {
 	g("max_proposal_size", "Largest entry proposed, in bytes (-1: none yet).", leader(func(EnsembleStats) float64 { return float64(s.zm.maxProposal.Load()) }))
 	g("min_proposal_size", "Smallest entry proposed, in bytes (-1: none yet).", leader(func(EnsembleStats) float64 { return float64(s.zm.minProposal.Load()) }))
 	r.CounterFunc("large_requests_rejected", "Frames refused for exceeding jute.maxbuffer.", s.stats.largeRequestsRejected.Load)
-	r.CounterFunc("connection_rejected", "Connections refused by maxClientCnxns, maxCnxns or a lack of file descriptors.", s.stats.connectionRejected.Load)
+	r.CounterFunc("connection_rejected", "Connections refused by maxClientCnxns, maxCnxns, the connection throttle or a lack of file descriptors.", s.stats.connectionRejected.Load)
 	r.CounterFunc("bytes_received_count", "Bytes received from clients.", s.stats.bytesReceived.Load)
 	r.CounterFunc("throttled_ops", "Requests answered ThrottledOp after waiting past zookeeper.throttled_op_wait_time.", s.throttle.throttledOps.Load)
 	r.CounterFunc("stale_requests_dropped", "Requests dropped at the request throttle because their connection closed.", s.throttle.stale.Load)
+	s.registerConnThrottle(r)
 }
