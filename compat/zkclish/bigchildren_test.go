@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -30,12 +31,13 @@ import (
 //     (ErrConnectionClosed) and resumes the same session;
 //   - zkCli.sh (Java client, -Djute.maxbuffer) reports ConnectionLoss for
 //     ls ("Packet len … is out of range" in its log) and its session goes
-//     on: the next command on the directory answers.
+//     on: the next command on the directory answers;
+//   - zkCli.sh with its jute.maxbuffer raised past the reply lists them.
+//
+// ZKD_BIG_CHILDREN=N and ZKD_BIG_CHILDREN_MAXBUF=B run it at another
+// scale, such as issue 10's 100,000 waiters with the default 1,048,575.
 func TestGetChildrenPastMaxBuffer(t *testing.T) {
-	const (
-		maxBuf  = 64 << 10
-		waiters = 1500
-	)
+	maxBuf, waiters := envInt(t, "ZKD_BIG_CHILDREN_MAXBUF", 64<<10), envInt(t, "ZKD_BIG_CHILDREN", 1500)
 	flag := fmt.Sprintf("-Djute.maxbuffer=%d", maxBuf)
 	t.Setenv("JVMFLAGS", flag) // zkCli.sh's client, and zkd, which reads JVMFLAGS as zkServer.sh does
 	p := startPair(t, zkproc.Options{JVMFlags: []string{flag}})
@@ -112,7 +114,7 @@ func TestGetChildrenPastMaxBuffer(t *testing.T) {
 			if _, _, err := small.Children("/lock"); err != zk.ErrConnectionClosed {
 				t.Fatalf("getChildren with a %d-byte client buffer: %v, want %v", maxBuf, err, zk.ErrConnectionClosed)
 			}
-			if _, st, err := small.Exists("/lock"); err != nil || st.NumChildren != waiters || small.SessionID() != sid {
+			if _, st, err := small.Exists("/lock"); err != nil || int(st.NumChildren) != waiters || small.SessionID() != sid {
 				t.Fatalf("after the oversized reply: exists %v, %d children, session %x (was %x)", err, st.NumChildren, small.SessionID(), sid)
 			}
 
@@ -125,8 +127,28 @@ func TestGetChildrenPastMaxBuffer(t *testing.T) {
 			if ls == res.Out || !strings.Contains(stat, fmt.Sprintf("numChildren = %d", waiters)) {
 				t.Fatalf("zkCli ls past jute.maxbuffer: want ConnectionLoss then the stat of %d children, got:\n%s", waiters, res.Out)
 			}
+			t.Setenv("JVMFLAGS", fmt.Sprintf("-Djute.maxbuffer=%d", 2*reply))
+			res = runCli(s, "ls /lock\n")
+			if res.Err != nil || strings.Contains(res.Out, "ConnectionLoss") || !strings.Contains(res.Out, kids[0]) || !strings.Contains(res.Out, kids[len(kids)-1]) {
+				t.Fatalf("zkCli ls with jute.maxbuffer raised to %d: err %v, want every child listed, got %d bytes ending:\n%s",
+					2*reply, res.Err, len(res.Out), res.Out[max(0, len(res.Out)-2000):])
+			}
+			t.Logf("getChildren reply %d bytes, jute.maxbuffer %d", reply, maxBuf)
 		})
 	}
+}
+
+// envInt reads a positive integer from the environment, def when unset.
+func envInt(t *testing.T, name string, def int) int {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q is not a positive integer", name, v)
+	}
+	return n
 }
 
 // uuid returns a random version-4 UUID, as Curator puts in its lock
