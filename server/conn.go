@@ -357,6 +357,7 @@ func (c *conn) handshake() bool {
 			zap.Int("connection_throttle_tokens", c.s.cfg.ConnThrottle.Tokens), zap.String("requested", hexID(req.SessionId)))
 		return false
 	}
+	c.s.zm.connectionRequests.Inc() // as ZooKeeper: connect requests past the throttle
 	if req.SessionId != 0 && !c.readOnly.Load() && !c.s.syncReattach() {
 		c.logger().Info("connection refused: could not sync with the leader before resuming the session",
 			zap.String("requested", hexID(req.SessionId)))

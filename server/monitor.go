@@ -61,7 +61,7 @@ func NewZKMetrics() *ZKMetrics {
 	m.proposalsRecv = r.Counter("learner_proposal_received_count", "Command entries received from the leader and stored while following.")
 	m.snaps = r.Counter("snap_count", "Snapshots written.")
 	m.looking = r.Counter("looking_count", "Times this ensemble member went looking for a leader.")
-	m.connectionRequests = r.Counter("connection_request_count", "Client connections accepted.")
+	m.connectionRequests = r.Counter("connection_request_count", "Connect requests let through by the connection throttle (4-letter words are not counted).")
 	m.responseBytes = r.Counter("response_bytes", "Bytes of replies sent to clients, without length prefixes or watch events.")
 	m.watchBytes = r.Counter("watch_bytes", "Bytes of watch events sent to clients, without length prefixes.")
 	m.connectionDrops = r.Counter("connection_drop_count", "Connections the client closed (end of stream on read).")

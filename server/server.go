@@ -190,7 +190,6 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	c := newConn(s, nc, ip)
-	s.zm.connectionRequests.Inc()
 	s.mu.perIP[ip]++
 	s.mu.conns[c] = struct{}{}
 	s.mu.Unlock()

@@ -120,6 +120,11 @@ func TestIntegration_ConnectionThrottle(t *testing.T) {
 				if got := mntrInt(mntr, "zk_connection_rejected"); got != refused {
 					t.Errorf("mntr zk_connection_rejected = %d, want %d", got, refused)
 				}
+				// Connect requests past the throttle, the readiness check's
+				// included; 4-letter words are not counted.
+				if got, want := mntrInt(mntr, "zk_connection_request_count"), int64(len(tt.steps))-refused+1; got != want {
+					t.Errorf("mntr zk_connection_request_count = %d, want %d", got, want)
+				}
 			})
 		}
 	}
