@@ -149,6 +149,7 @@ func TestConnThrottleConfig(t *testing.T) {
 		{"zero fill time", map[string]string{"zookeeper.connection_throttle_tokens": "1", "zookeeper.connection_throttle_fill_time": "0"},
 			server.ConnThrottleConfig{}, "fill_time"},
 		{"weight below local", map[string]string{"zookeeper.connection_throttle_local_session_weight": "5"}, server.ConnThrottleConfig{}, "local_session_weight"},
+		{"freeze time below -1", map[string]string{"zookeeper.connection_throttle_freeze_time": "-2"}, server.ConnThrottleConfig{}, "freeze_time"},
 		{"weight zero", map[string]string{"zookeeper.connection_throttle_renew_session_weight": "0"}, server.ConnThrottleConfig{}, "positive"},
 		{"not a number", map[string]string{"zookeeper.connection_throttle_drop_increase": "lots"}, server.ConnThrottleConfig{}, "drop_increase"},
 	}
