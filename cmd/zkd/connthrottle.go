@@ -76,8 +76,8 @@ func connThrottleConfig(c *zooCfg) (server.ConnThrottleConfig, error) {
 	case tc.Tokens > 0 && tc.FillTime <= 0:
 		return tc, fmt.Errorf("zkd: %sfill_time=%d must be positive (ms)", p, *ints[1].dst)
 	case *ints[3].dst < -1:
-		// ZooKeeper turns random dropping off for -1 only, and would run it
-		// on every connect for another negative value.
+		// ZooKeeper turns random dropping off for -1 only; another negative
+		// value would adjust the drop probability at every connect.
 		return tc, fmt.Errorf("zkd: %sfreeze_time=%d: want -1 (off) or a time in ms", p, *ints[3].dst)
 	case tc.Tokens > 0 && tc.FillCount < 0:
 		return tc, fmt.Errorf("zkd: %sfill_count=%d must not be negative", p, tc.FillCount)
