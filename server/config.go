@@ -47,6 +47,9 @@ type Config struct {
 	// (pings, createSession and closeSession excepted). 0, the default,
 	// disables it.
 	ThrottledOpWaitTime time.Duration
+	// ConnThrottle is ZooKeeper's connection throttle
+	// (zookeeper.connection_throttle_*); off by default.
+	ConnThrottle ConnThrottleConfig
 	// MaxBuffer is jute.maxbuffer: the largest frame, in bytes, a client may
 	// send; a larger (or negative) length closes the connection. Default
 	// 0xfffff.
@@ -128,6 +131,7 @@ func DefaultConfig() Config {
 		GlobalOutstandingLimit: 1000,
 		ThrottleStallTime:      100 * time.Millisecond,
 		ThrottleDropStale:      true,
+		ConnThrottle:           DefaultConnThrottle(),
 		MaxBuffer:              0xfffff,
 		MaxOutQueueBytes:       64 << 20,
 		MaxPendingRequests:     1000,
@@ -162,6 +166,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("server: ThrottledOpWaitTime must not be negative, got %v", c.ThrottledOpWaitTime)
 	case c.ThrottleMaxRequests > 0 && c.ThrottleStallTime <= 0:
 		return fmt.Errorf("server: ThrottleStallTime must be positive, got %v", c.ThrottleStallTime)
+	case c.ConnThrottle.validate() != nil:
+		return c.ConnThrottle.validate()
 	case c.MaxBuffer <= 0:
 		return fmt.Errorf("server: MaxBuffer must be positive, got %d", c.MaxBuffer)
 	case c.MaxOutQueueBytes <= 0:

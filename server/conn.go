@@ -351,6 +351,13 @@ func (c *conn) handshake() bool {
 		// (ZooKeeper's ReadOnlyZooKeeperServer) without touching the log.
 		c.readOnly.Store(true)
 	}
+	if !c.s.connThrottle.allow(req.SessionId != 0) {
+		c.s.stats.connectionRejected.Add(1)
+		c.logger().Warn("connection refused: connection throttle (zookeeper.connection_throttle_tokens) is out of tokens",
+			zap.Int("connection_throttle_tokens", c.s.cfg.ConnThrottle.Tokens), zap.String("requested", hexID(req.SessionId)))
+		return false
+	}
+	c.s.zm.connectionRequests.Inc() // as ZooKeeper: connect requests past the throttle
 	if req.SessionId != 0 && !c.readOnly.Load() && !c.s.syncReattach() {
 		c.logger().Info("connection refused: could not sync with the leader before resuming the session",
 			zap.String("requested", hexID(req.SessionId)))

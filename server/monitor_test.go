@@ -48,8 +48,8 @@ func TestMonitorFigures(t *testing.T) {
 			t.Errorf("%s = %q, want %q", tc.key, m[tc.key], tc.want)
 		}
 	}
-	if n, _ := strconv.Atoi(m["zk_connection_request_count"]); n < 3 {
-		t.Errorf("zk_connection_request_count = %q, want at least 3 (two clients, mntr)", m["zk_connection_request_count"])
+	if m["zk_connection_request_count"] != "2" {
+		t.Errorf("zk_connection_request_count = %q, want 2 (two sessions; as in ZooKeeper, the mntr connection is not counted)", m["zk_connection_request_count"])
 	}
 	if n, _ := strconv.Atoi(m["zk_response_bytes"]); n < 4*20 {
 		t.Errorf("zk_response_bytes = %q, want at least 4 replies of 20 bytes", m["zk_response_bytes"])

@@ -46,6 +46,8 @@ type Server struct {
 	connSeq  atomic.Uint64
 	reserve  fdReserve   // see refuseOutOfFiles
 	throttle requestGate // see admit
+	// connThrottle is ZooKeeper's connection throttle (connthrottle.go).
+	connThrottle *connThrottle
 }
 
 // New checks cfg and returns a Server that serves clients from b.
@@ -91,6 +93,7 @@ func New(cfg Config, b Backend) (*Server, error) {
 	if s.zm == nil {
 		s.zm = NewZKMetrics()
 	}
+	s.connThrottle = newConnThrottle(cfg.ConnThrottle)
 	s.registerMonitor()
 	return s, nil
 }
@@ -187,7 +190,6 @@ func (s *Server) accept(nc net.Conn) {
 		return
 	}
 	c := newConn(s, nc, ip)
-	s.zm.connectionRequests.Inc()
 	s.mu.perIP[ip]++
 	s.mu.conns[c] = struct{}{}
 	s.mu.Unlock()

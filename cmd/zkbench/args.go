@@ -49,6 +49,7 @@ type config struct {
 	pids           []int     // sessions: server processes to sample
 	watches        int       // sessions: exists watches per session
 	parallel       int       // sessions: concurrent connects
+	rate           float64   // create, set, get: open loop at this many ops/s in all; 0 closed loop
 	dial           zk.Dialer // plain TCP, or TLS with -tls-ca
 }
 
@@ -80,6 +81,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	pids := fs.String("pids", "", "sessions: comma-separated `pids` of the servers, for RSS per session and idle CPU")
 	fs.IntVar(&c.watches, "watches", 2, "sessions: exists watches each session sets")
 	fs.IntVar(&c.parallel, "connect-parallel", 64, "sessions: concurrent connection attempts")
+	fs.Float64Var(&c.rate, "rate", 0, "create, set, get: start this many operations per second in all, without waiting for replies (open loop); 0: each client waits for its reply")
 	var tf tlsFlags
 	fs.StringVar(&tf.ca, "tls-ca", "", "connect over TLS, trusting the CA certificate in this PEM `file`")
 	fs.StringVar(&tf.cert, "tls-cert", "", "client certificate PEM `file` for TLS (with -tls-key)")
@@ -148,6 +150,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.workload == "lock" && (c.locks < 1 || c.locks > c.clients) {
 		return config{}, fmt.Errorf("zkbench: -locks %d: want 1 to -clients (%d)", c.locks, c.clients)
+	}
+	if c.rate < 0 || (c.rate > 0 && !slices.Contains([]string{"create", "set", "get"}, c.workload)) {
+		return config{}, fmt.Errorf("zkbench: -rate %v: want 0, or more with -workload create, set or get", c.rate)
 	}
 	if c.saslUser != "" && c.workload != "session" {
 		return config{}, fmt.Errorf("zkbench: -sasl-user applies to -workload session only")

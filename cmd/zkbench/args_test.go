@@ -37,6 +37,9 @@ func TestParseArgs(t *testing.T) {
 		{"custom root", strings.Fields("-root /bench/x"), func(c config) bool { return c.root == "/bench/x" }, ""},
 		{"sasl session", strings.Fields("-workload session -sasl-user bob -sasl-password pw"),
 			func(c config) bool { return c.workload == "session" && c.saslUser == "bob" && c.saslPassword == "pw" }, ""},
+		{"rate", strings.Fields("-workload set -rate 250.5"), func(c config) bool { return c.rate == 250.5 }, ""},
+		{"rate on lock", strings.Fields("-workload lock -rate 10"), nil, "-rate"},
+		{"negative rate", strings.Fields("-rate -1"), nil, "-rate"},
 		{"sasl on another workload", strings.Fields("-workload get -sasl-user bob"), nil, "-sasl-user applies to -workload session only"},
 		{"sessions", strings.Fields("-workload sessions -clients 30000 -source-ips 3 -pids 12,34 -watches 0 -connect-parallel 8"),
 			func(c config) bool {

@@ -19,12 +19,14 @@ func benchAgainst(t *testing.T, addr string) {
 	tests := []struct {
 		workload       string
 		clients, locks int
+		rate           string // -rate: open loop
 	}{
-		{"create", 3, 0},
-		{"set", 3, 0},
-		{"get", 3, 0},
-		{"lock", 3, 1},
-		{"lock", 3, 3},
+		{"create", 3, 0, ""},
+		{"set", 3, 0, ""},
+		{"set", 3, 0, "300"},
+		{"get", 3, 0, ""},
+		{"lock", 3, 1, ""},
+		{"lock", 3, 3, ""},
 	}
 	for _, tt := range tests {
 		args := []string{"-servers", addr, "-workload", tt.workload, "-clients", itoa(tt.clients),
@@ -35,6 +37,10 @@ func benchAgainst(t *testing.T, addr string) {
 		name := "workload=" + tt.workload
 		if tt.locks > 0 {
 			name += "/locks=" + itoa(tt.locks)
+		}
+		if tt.rate != "" {
+			args = append(args, "-rate", tt.rate)
+			name += "/rate=" + tt.rate
 		}
 		t.Run(name, func(t *testing.T) {
 			cfg, err := parseArgs(args, io.Discard)

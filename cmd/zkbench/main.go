@@ -5,7 +5,10 @@
 //	zkbench -servers 127.0.0.1:2181[,…] -workload create|set|get|token|lock|session \
 //	        -clients N -duration 10s [-locks L] [-size 1024] [-warmup 2s] [-json]
 //
-// Each client runs one request at a time, in a closed loop. Workloads:
+// Each client runs one request at a time, in a closed loop; with -rate R
+// (create, set, get) the clients instead start R operations a second in
+// all without waiting for replies, an open loop whose offered load does
+// not fall when the server slows down. Workloads:
 //
 //	create  create an ephemeral-sequential node, then delete it (one op)
 //	set     setData of -size bytes on the client's own node

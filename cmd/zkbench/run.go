@@ -269,7 +269,12 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 		return nil, err
 	}
 
-	elapsed := drive(ctx, clients, fn, cfg.warmup, cfg.duration, cfg.interval, logw)
+	var elapsed time.Duration
+	if cfg.rate > 0 {
+		elapsed = driveOpen(ctx, clients, fn, cfg.rate, cfg.warmup, cfg.duration, cfg.interval, logw)
+	} else {
+		elapsed = drive(ctx, clients, fn, cfg.warmup, cfg.duration, cfg.interval, logw)
+	}
 	res := collect(cfg, clients, elapsed)
 	if err := cleanup(); err != nil {
 		return res, err
@@ -337,6 +342,15 @@ func drive(ctx context.Context, clients []*client, fn op, warmup, duration, inte
 			}
 		})
 	}
+	elapsed := measure(ctx, clients, &phase, warmup, duration, interval, progress)
+	wg.Wait()
+	return elapsed
+}
+
+// measure switches phase to measuring after warmup and to done after
+// duration, reporting every interval meanwhile, and returns the measured
+// window's length.
+func measure(ctx context.Context, clients []*client, phase *atomic.Int32, warmup, duration, interval time.Duration, progress io.Writer) time.Duration {
 	wait := func(d time.Duration) bool {
 		t := time.NewTimer(d)
 		defer t.Stop()
@@ -365,7 +379,6 @@ func drive(ctx context.Context, clients []*client, fn op, warmup, duration, inte
 		<-reported
 	}
 	phase.Store(phaseDone)
-	wg.Wait()
 	return elapsed
 }
 

@@ -35,7 +35,8 @@ func raiseFileLimit(log *zap.Logger) {
 // limitConfig applies the connection and throttling keys: maxCnxns,
 // zookeeper.globalOutstandingLimit and RequestThrottler's
 // zookeeper.request_throttle_max_requests, _stall_time and _drop_stale,
-// and zookeeper.throttled_op_wait_time. As on a ZooKeeper leader or
+// zookeeper.throttled_op_wait_time and the connection throttle's
+// zookeeper.connection_throttle_* (connThrottleConfig). As on a ZooKeeper leader or
 // follower, the outstanding limit of a member of n > 2 voters is the
 // configured one divided by n-1.
 func limitConfig(c *zooCfg, sc *server.Config) error {
@@ -70,6 +71,11 @@ func limitConfig(c *zooCfg, sc *server.Config) error {
 		// Boolean.parseBoolean: "true" in any case, anything else false.
 		sc.ThrottleDropStale = strings.EqualFold(strings.TrimSpace(v), "true")
 	}
+	ct, err := connThrottleConfig(c)
+	if err != nil {
+		return err
+	}
+	sc.ConnThrottle = ct
 	if sc.GlobalOutstandingLimit < 0 || sc.MaxCnxns < 0 || sc.ThrottleMaxRequests < 0 {
 		return fmt.Errorf("zkd: maxCnxns, globalOutstandingLimit and request_throttle_max_requests must not be negative")
 	}
