@@ -40,10 +40,14 @@ func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "import" || os.Args[1] == "export") {
 		os.Exit(migrateMain(os.Args[1], os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "follow" {
+		os.Exit(followMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error (overrides zoo.cfg zkd.log.level)")
 	logFormat := flag.String("log-format", "console", "log format: console or json (overrides zoo.cfg zkd.log.format)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: zkd [flags] [zoo.cfg]\n       zkd import -from ZK_DATADIR [-from-log ZK_DATALOGDIR] zoo.cfg\n       zkd export -to DIR zoo.cfg\n"+
+			"       zkd follow -zk HOST:QUORUMPORT,... [-sid N] zoo.cfg\n"+
 			"       zkd version\n       zkd status [zoo.cfg]\n\n"+
 			"Without zoo.cfg, zkd runs standalone on :2181 with data in ./zkd-data.\n"+
 			"status prints the member's mode as zkServer.sh status does.\n\n")

@@ -21,6 +21,8 @@ const (
 	// digestVersion is DigestCalculator's DIGEST_VERSION: digests of
 	// another version are not compared.
 	digestVersion int32 = 2
+	// DigestVersion is digestVersion for other packages.
+	DigestVersion = digestVersion
 	// openACLID is the ACL cache's id for world:anyone ALL, which the
 	// cache never lists (ReferenceCountedACLCache.OPEN_UNSAFE_ACL_ID).
 	openACLID int64 = -1

@@ -1,0 +1,468 @@
+package migrate
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+// syncBuffer is a bytes.Buffer safe for a process's output and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// follower is a running `zkd follow`.
+type follower struct {
+	cmd  *exec.Cmd
+	out  syncBuffer
+	done chan error
+}
+
+func startFollow(t *testing.T, bin string, zkQuorum []string, sid int, cfg string) *follower {
+	t.Helper()
+	f := &follower{done: make(chan error, 1)}
+	f.cmd = exec.Command(bin, "follow", "-zk", strings.Join(zkQuorum, ","), "-sid", strconv.Itoa(sid), "-status-every", "2s", cfg)
+	f.cmd.Stdout, f.cmd.Stderr = &f.out, &f.out
+	must(t, f.cmd.Start())
+	go func() { f.done <- f.cmd.Wait() }()
+	t.Cleanup(func() {
+		if f.cmd.ProcessState == nil {
+			f.cmd.Process.Kill()
+			<-f.done
+		}
+	})
+	return f
+}
+
+// waitOutput waits until the follower printed a line matching re and
+// returns the match.
+func (f *follower) waitOutput(t *testing.T, re *regexp.Regexp, within time.Duration) []string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if m := re.FindStringSubmatch(f.out.String()); m != nil {
+			return m
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("zkd follow printed no %q within %s:\n%s", re, within, f.out.String())
+	return nil
+}
+
+// cutover stops the follower with SIGTERM and waits for it to write its
+// data dir and exit.
+func (f *follower) cutover(t *testing.T) {
+	t.Helper()
+	must(t, f.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case err := <-f.done:
+		if err != nil {
+			t.Fatalf("zkd follow: %v\n%s", err, f.out.String())
+		}
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("zkd follow did not exit after SIGTERM:\n%s", f.out.String())
+	}
+	if !strings.Contains(f.out.String(), "cutover: wrote") {
+		t.Fatalf("zkd follow wrote nothing:\n%s", f.out.String())
+	}
+}
+
+// quorumAddrs reads each ZooKeeper member's own quorum address from its
+// zoo.cfg (server.N=host:quorumPort:electionPort;...).
+func quorumAddrs(t *testing.T, zs []*zkproc.Server) []string {
+	t.Helper()
+	b, err := os.ReadFile(zs[0].CfgPath)
+	must(t, err)
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok || !strings.HasPrefix(k, "server.") || strings.Contains(v, "observer") {
+			continue
+		}
+		hp := strings.SplitN(strings.SplitN(v, ";", 2)[0], ":", 3)
+		out = append(out, hp[0]+":"+hp[1])
+	}
+	if len(out) != len(zs) {
+		t.Fatalf("found %d quorum addresses in %s, want %d", len(out), zs[0].CfgPath, len(zs))
+	}
+	return out
+}
+
+// ack is one acknowledged write of the load.
+type ack struct {
+	at   time.Time
+	zxid int64
+}
+
+// load writes until stopped: a sequential node, then the counter, and
+// records what was acknowledged.
+type load struct {
+	c       *zk.Conn
+	mu      sync.Mutex
+	created []string
+	acks    []ack
+	counter int
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+func startLoad(c *zk.Conn) *load {
+	l := &load{c: c, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		for i := 1; ; i++ {
+			select {
+			case <-l.stop:
+				return
+			default:
+			}
+			p, err := c.Create("/load/n-", nil, zk.FlagSequence, open)
+			if err == nil {
+				l.mu.Lock()
+				l.created = append(l.created, p)
+				l.mu.Unlock()
+			}
+			st, err := c.Set("/load/counter", []byte(strconv.Itoa(i)), -1)
+			if err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			l.mu.Lock()
+			l.acks = append(l.acks, ack{time.Now(), st.Mzxid})
+			l.counter = i
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+func (l *load) halt() {
+	close(l.stop)
+	<-l.done
+}
+
+func (l *load) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.acks)
+}
+
+// TestIntegration_LiveMigration follows a three-member ZooKeeper 3.8
+// ensemble with `zkd follow` (observer server.4) under a write load, with
+// a go-zk lock holder and two waiters: first synced by SNAP, then
+// restarted after more writes and synced by DIFF; then the ZooKeeper
+// members stop, the follower writes its data dir and zkd starts on it.
+// The clients move by themselves (zkd's address is in their server list):
+// the holder keeps its session and lock node, the waiters acquire in
+// order, no acknowledged write is lost, sequence numbers and zxids
+// continue.
+func TestIntegration_LiveMigration(t *testing.T) {
+	zkproc.RequireZooKeeper(t)
+	bin := zkproc.BuildZkd(t)
+	ports := zkproc.FreePorts(t, 3) // observer quorum and election ports, zkd's client port
+	zs := zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{
+		ExtraCfg: map[string]string{"server.4": fmt.Sprintf("127.0.0.1:%d:%d:observer", ports[0], ports[1])},
+		// The first sync must be a SNAP: no sync from the transaction
+		// log, and a committed log shorter than the history.
+		JVMFlags: []string{"-Dzookeeper.snapshotSizeFactor=-1", "-Dzookeeper.commitLogCount=100"},
+	})
+	zkdAddr := fmt.Sprintf("127.0.0.1:%d", ports[2])
+	servers := append(zkproc.Addrs(zs), zkdAddr)
+	dial := func() *zk.Conn {
+		c, _, err := zk.Connect(servers, sessionTimeout, zk.WithLogger(quiet{}))
+		must(t, err)
+		t.Cleanup(c.Close)
+		waitSession(t, c)
+		return c
+	}
+	w := dial()
+	for _, p := range []string{"/load", "/locks"} {
+		_, err := w.Create(p, nil, 0, open)
+		must(t, err)
+	}
+	_, err := w.Create("/load/counter", []byte("0"), 0, open)
+	must(t, err)
+	for i := 0; i < 150; i++ {
+		_, err := w.Create("/load/n-", nil, zk.FlagSequence, open)
+		must(t, err)
+	}
+
+	dir := t.TempDir()
+	cfg := writeZooCfg(t, dir, ports[2])
+	quorum := quorumAddrs(t, zs)
+	start := time.Now()
+	f := startFollow(t, bin, quorum, 4, cfg)
+	m := f.waitOutput(t, regexp.MustCompile(`synced by (\w+) with \S+ in (\S+): zxid (0x[0-9a-f]+), (\d+) znodes`), 2*time.Minute)
+	if m[1] != "SNAP" {
+		t.Errorf("first sync by %s, want SNAP", m[1])
+	}
+	t.Logf("figure: SNAP sync of %s znodes took %s (zkd follow start to synced: %s)", m[4], m[2], time.Since(start).Round(time.Millisecond))
+
+	// Lock holder, waiters (in this order), idle sessions with ephemerals.
+	holder := dial()
+	hl := zk.NewLock(holder, "/locks", open)
+	must(t, hl.Lock())
+	waiters := []*zk.Conn{dial(), dial()}
+	wl := make([]*zk.Lock, len(waiters))
+	granted := make(chan int, len(waiters))
+	errs := make(chan error, len(waiters))
+	for i, c := range waiters {
+		wl[i] = zk.NewLock(c, "/locks", open)
+		go func(i int) {
+			if err := wl[i].Lock(); err != nil {
+				errs <- fmt.Errorf("waiter %d: %w", i, err)
+				return
+			}
+			granted <- i
+		}(i)
+		waitChildren(t, w, "/locks", i+2)
+	}
+	idle := make([]*zk.Conn, 5)
+	for i := range idle {
+		idle[i] = dial()
+		_, err := idle[i].Create(fmt.Sprintf("/idle-%d", i), nil, zk.FlagEphemeral, open)
+		must(t, err)
+	}
+	clients := append([]*zk.Conn{w, holder}, append(waiters, idle...)...)
+	ids := make([]int64, len(clients))
+	for i, c := range clients {
+		ids[i] = c.SessionID()
+	}
+	holderNode := ownedChild(t, w, "/locks", holder.SessionID())
+
+	ld := startLoad(w)
+	waitAcks(t, ld, 50)
+
+	// DIFF: the follower stops (writing its state), more writes land, and
+	// it resumes from its data dir.
+	f.cutover(t)
+	waitAcks(t, ld, ld.count()+50)
+	f = startFollow(t, bin, quorum, 4, cfg)
+	f.waitOutput(t, regexp.MustCompile(`resuming from`), time.Minute)
+	m = f.waitOutput(t, regexp.MustCompile(`synced by (\w+) with \S+ in (\S+): zxid (0x[0-9a-f]+)`), 2*time.Minute)
+	if m[1] != "DIFF" {
+		t.Errorf("sync after a restart by %s, want DIFF", m[1])
+	}
+	waitAcks(t, ld, ld.count()+50)
+
+	// Cutover: the ZooKeeper followers stop first, so the leader commits
+	// nothing more, then the leader; the follower writes zkd's data dir;
+	// zkd starts where the clients will look.
+	alive := 0
+	for _, c := range clients {
+		if c.State() == zk.StateHasSession {
+			alive++
+		}
+	}
+	leader := -1
+	for i, s := range zs {
+		if out, err := s.FourLetter("srvr"); err == nil && strings.Contains(out, "Mode: leader") {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatal("no ZooKeeper member says it leads")
+	}
+	for i, s := range zs {
+		if i != leader {
+			s.Stop()
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := zs[leader].FourLetter("srvr")
+		if err != nil || !strings.Contains(out, "Mode: leader") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ZooKeeper leader still leads a minute after its followers stopped")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	zs[leader].Stop()
+	f.cutover(t)
+	zd := zkproc.StartZkd(t, zkproc.Options{Dir: dir, Port: ports[2], Binary: bin})
+	t.Logf("zkd follow:\n%s", f.out.String())
+
+	// Sessions: every client reconnects to zkd with its session.
+	survived := 0
+	for i, c := range clients {
+		waitSessionWithin(c, 2*sessionTimeout)
+		if c.State() == zk.StateHasSession && c.SessionID() == ids[i] {
+			survived++
+		} else {
+			t.Errorf("client %d: session 0x%x, state %v after the cutover, had 0x%x", i, c.SessionID(), c.State(), ids[i])
+		}
+	}
+	t.Logf("figure: sessions surviving the cutover: %d of %d alive before", survived, alive)
+
+	// The gap: from the last write ZooKeeper acknowledged to the first zkd
+	// did (zkd's zxids are in a later epoch).
+	waitAcks(t, ld, ld.count()+20)
+	ld.halt()
+	var lastZK, firstZkd ack
+	zkEpoch := ld.acks[0].zxid >> 32
+	for _, a := range ld.acks {
+		if a.zxid>>32 == zkEpoch {
+			lastZK = a
+		} else if firstZkd.at.IsZero() && a.zxid>>32 > zkEpoch {
+			firstZkd = a
+		}
+	}
+	if firstZkd.at.IsZero() {
+		t.Fatalf("no write acknowledged in a later epoch than ZooKeeper's 0x%x", zkEpoch)
+	}
+	t.Logf("figure: cutover gap %s (last ZooKeeper ack zxid 0x%x, first zkd ack zxid 0x%x)", firstZkd.at.Sub(lastZK.at).Round(time.Millisecond), lastZK.zxid, firstZkd.zxid)
+
+	c := connect(t, zd.Addr)
+	// No acknowledged write lost.
+	for _, p := range ld.created {
+		if ok, _, err := c.Exists(p); err != nil || !ok {
+			t.Errorf("acknowledged create %s lost (exists %v, %v)", p, ok, err)
+		}
+	}
+	data, st, err := c.Get("/load/counter")
+	must(t, err)
+	if n, _ := strconv.Atoi(string(data)); n != ld.counter {
+		t.Errorf("/load/counter is %s, the last acknowledged set wrote %d", data, ld.counter)
+	}
+	if st.Mzxid != ld.acks[len(ld.acks)-1].zxid {
+		t.Errorf("/load/counter mzxid 0x%x, the last acknowledged set had 0x%x", st.Mzxid, ld.acks[len(ld.acks)-1].zxid)
+	}
+	// Sequence numbers continue.
+	kids, _, err := c.Children("/load")
+	must(t, err)
+	maxSeq := 0
+	for _, k := range kids {
+		if s, ok := strings.CutPrefix(k, "n-"); ok {
+			n, _ := strconv.Atoi(s)
+			maxSeq = max(maxSeq, n)
+		}
+	}
+	p, err := c.Create("/load/n-", nil, zk.FlagSequence, open)
+	must(t, err)
+	if n, _ := strconv.Atoi(p[len(p)-10:]); n != maxSeq+1 {
+		t.Errorf("next sequential node %s after n-%010d", p, maxSeq)
+	}
+
+	// The holder still holds: same session, same node, owned by it.
+	if got := ownedChild(t, c, "/locks", ids[1]); got != holderNode {
+		t.Errorf("holder's lock node %s became %s", holderNode, got)
+	}
+	select {
+	case i := <-granted:
+		t.Fatalf("waiter %d acquired while the holder held the lock", i)
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	_, hst, err := c.Get("/locks/" + holderNode)
+	must(t, err)
+	must(t, hl.Unlock())
+	var order []int
+	for len(order) < len(waiters) {
+		select {
+		case i := <-granted:
+			order = append(order, i)
+			node := ownedChild(t, c, "/locks", ids[2+i])
+			_, wst, err := c.Get("/locks/" + node)
+			must(t, err)
+			if wst.Czxid <= hst.Czxid {
+				t.Errorf("waiter %d's czxid 0x%x not above the holder's 0x%x", i, wst.Czxid, hst.Czxid)
+			}
+			must(t, wl[i].Unlock())
+		case err := <-errs:
+			t.Fatal(err)
+		case <-time.After(time.Minute):
+			t.Fatalf("waiters acquired %v within a minute of the release", order)
+		}
+	}
+	if !slices.Equal(order, []int{0, 1}) {
+		t.Errorf("waiters acquired in order %v, want [0 1]", order)
+	}
+	// The fencing token keeps growing: a new lock node's czxid is in zkd's
+	// epoch, above everything ZooKeeper wrote.
+	nl, err := c.Create("/locks/after", nil, zk.FlagEphemeral, open)
+	must(t, err)
+	_, nst, err := c.Get(nl)
+	must(t, err)
+	if nst.Czxid <= lastZK.zxid {
+		t.Errorf("czxid 0x%x after the cutover, not above ZooKeeper's last 0x%x", nst.Czxid, lastZK.zxid)
+	}
+}
+
+func waitSessionWithin(c *zk.Conn, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for c.State() != zk.StateHasSession && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitAcks(t *testing.T, l *load, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for l.count() < n {
+		if ctx.Err() != nil {
+			t.Fatalf("the load has %d acknowledged writes after 2 minutes, want %d", l.count(), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func waitChildren(t *testing.T, c *zk.Conn, path string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		kids, _, err := c.Children(path)
+		if err == nil && len(kids) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d children, want %d (%v)", path, len(kids), n, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// ownedChild returns the name of path's child owned by session.
+func ownedChild(t *testing.T, c *zk.Conn, path string, session int64) string {
+	t.Helper()
+	kids, _, err := c.Children(path)
+	must(t, err)
+	for _, k := range kids {
+		_, st, err := c.Get(path + "/" + k)
+		if err == nil && st.EphemeralOwner == session {
+			return k
+		}
+	}
+	t.Fatalf("no child of %s is owned by session 0x%x (%v)", path, session, kids)
+	return ""
+}
