@@ -76,6 +76,15 @@ type Future struct {
 
 func newFuture() *Future { return &Future{done: make(chan struct{})} }
 
+// FailedFuture returns a completed Future whose Result carries err: what
+// a backend that takes no writes (a follower of ZooKeeper serving
+// read-only clients) answers a write with.
+func FailedFuture(err error) *Future {
+	f := newFuture()
+	f.complete(Result{Err: err})
+	return f
+}
+
 // Done is closed once Result may be read.
 func (f *Future) Done() <-chan struct{} { return f.done }
 

@@ -34,6 +34,7 @@ func followMain(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	zkAddrs := fs.String("zk", "", "the ZooKeeper members' quorum addresses, host:port,... (the first port of each server.N line; only the leader accepts)")
 	sid := fs.Int64("sid", 0, "this observer's id in the ZooKeeper ensemble (its server.N=host:port:port:observer line); default the zkd member's myid")
+	serve := fs.Bool("serve", true, "serve read-only clients the followed tree on zoo.cfg's client port meanwhile")
 	every := fs.Duration("status-every", 10*time.Second, "how often to print the follower's status (0: never)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: zkd follow -zk HOST:QUORUMPORT,... [-sid N] zoo.cfg\n\n"+
@@ -79,7 +80,9 @@ func followMain(args []string, stdout, stderr io.Writer) int {
 	if zl == nil {
 		zl = zap.NewNop()
 	}
-	f, err := zkfollow.New(zkfollow.Config{
+	var closeServer func() error
+	replica := newFollowReplica(nc.Tree, zl.Named("readonly"))
+	fc := zkfollow.Config{
 		SID:       *sid,
 		Addrs:     strings.Split(*zkAddrs, ","),
 		TickTime:  c.TickTime,
@@ -87,7 +90,20 @@ func followMain(args []string, stdout, stderr io.Writer) int {
 		SyncLimit: c.SyncLimit,
 		Tree:      resume,
 		Logger:    zl.Named("zkfollow"),
-	})
+	}
+	if *serve {
+		fc.Synced, fc.Applied = replica.rebuild, replica.applied
+		srv, addr, err := serveFollowed(c, replica, zl.Named("server"))
+		if err != nil {
+			fmt.Fprintf(stderr, "zkd follow: %v\n", err)
+			return 1
+		}
+		defer srv.Close()
+		say("serving read-only clients on %s once synced", addr)
+		// The client port is zkd's after the cutover: free it first.
+		closeServer = srv.Close
+	}
+	f, err := zkfollow.New(fc)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 2
@@ -134,6 +150,9 @@ func followMain(args []string, stdout, stderr io.Writer) int {
 	} else if !st.DigestExact {
 		fmt.Fprintf(stderr, "zkd follow: the tree's digest never matched the leader's since the last sync; nothing written\n")
 		return 1
+	}
+	if closeServer != nil {
+		closeServer()
 	}
 	if err := cutover(nc, t, stdout); err != nil {
 		fmt.Fprintf(stderr, "zkd follow: %v\n", err)

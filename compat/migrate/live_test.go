@@ -1,8 +1,10 @@
 package migrate
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -213,6 +215,24 @@ func TestIntegration_LiveMigration(t *testing.T) {
 		_, err := w.Create("/load/n-", nil, zk.FlagSequence, open)
 		must(t, err)
 	}
+	// ZKD_LIVE_NODES adds that many 32-byte znodes before the follower
+	// starts, for the SNAP sync figure.
+	if n, _ := strconv.Atoi(os.Getenv("ZKD_LIVE_NODES")); n > 0 {
+		_, err := w.Create("/bulk", nil, 0, open)
+		must(t, err)
+		data := bytes.Repeat([]byte("x"), 32)
+		for i := 0; i < n; i += 500 {
+			var ops []any
+			for j := i; j < min(i+500, n); j++ {
+				ops = append(ops, &zk.CreateRequest{Path: fmt.Sprintf("/bulk/%d/%d", j/1000, j), Data: data, Acl: open})
+			}
+			if i%1000 == 0 {
+				ops = append([]any{&zk.CreateRequest{Path: fmt.Sprintf("/bulk/%d", i/1000), Acl: open}}, ops...)
+			}
+			_, err := w.Multi(ops...)
+			must(t, err)
+		}
+	}
 
 	dir := t.TempDir()
 	cfg := writeZooCfg(t, dir, ports[2])
@@ -256,6 +276,7 @@ func TestIntegration_LiveMigration(t *testing.T) {
 		ids[i] = c.SessionID()
 	}
 	holderNode := ownedChild(t, w, "/locks", holder.SessionID())
+	checkReadOnly(t, w, zkdAddr, "/idle-4", []string{"/locks", "/locks/" + holderNode, "/load", "/load/counter", "/idle-0"})
 
 	ld := startLoad(w)
 	waitAcks(t, ld, 50)
@@ -415,6 +436,91 @@ func TestIntegration_LiveMigration(t *testing.T) {
 	must(t, err)
 	if nst.Czxid <= lastZK.zxid {
 		t.Errorf("czxid 0x%x after the cutover, not above ZooKeeper's last 0x%x", nst.Czxid, lastZK.zxid)
+	}
+}
+
+// kazooReadOnly reads nodes from a read-only server with Kazoo (the
+// client asks for a read-only session): it waits for argv[2] to appear,
+// prints each later argument's data and Stat as JSON, tries a write, then
+// watches argv[2]'s data and prints the event it gets.
+const kazooReadOnly = `
+import json, sys, time, threading
+from kazoo.client import KazooClient
+from kazoo.exceptions import NotReadOnlyCallError
+zk = KazooClient(hosts=sys.argv[1], read_only=True)
+zk.start(timeout=60)
+deadline = time.time() + 60
+while not zk.exists(sys.argv[2]):
+    if time.time() > deadline:
+        sys.exit("no " + sys.argv[2])
+    time.sleep(0.05)
+out = {}
+for p in sys.argv[3:]:
+    data, st = zk.get(p)
+    out[p] = [(data or b"").decode(), st.czxid, st.mzxid, st.pzxid, st.version, st.cversion, st.aversion, st.ephemeralOwner, st.numChildren]
+try:
+    zk.create("/ro-write")
+    out["write"] = "accepted"
+except NotReadOnlyCallError:
+    out["write"] = "NotReadOnly"
+fired = threading.Event()
+events = []
+def watch(ev):
+    events.append("%s %s" % (ev.type, ev.path))
+    fired.set()
+zk.get(sys.argv[2], watch=watch)
+print(json.dumps(out), flush=True)
+print("watching", flush=True)
+fired.wait(60)
+print("event " + (events[0] if events else "none"), flush=True)
+zk.stop()
+`
+
+// checkReadOnly reads paths from the following zkd with Kazoo in
+// read-only mode and compares them with ZooKeeper's (read through c), once
+// wait has appeared there; a write is refused with NotReadOnly, and a
+// data watch set there fires when ZooKeeper changes the node.
+func checkReadOnly(t *testing.T, c *zk.Conn, addr, wait string, paths []string) {
+	t.Helper()
+	want := map[string][]any{}
+	for _, p := range paths {
+		data, st, err := c.Get(p)
+		must(t, err)
+		want[p] = []any{string(data), st.Czxid, st.Mzxid, st.Pzxid, st.Version, st.Cversion, st.Aversion, st.EphemeralOwner, st.NumChildren}
+	}
+	cmd := exec.Command("/usr/bin/python3", append([]string{"-c", kazooReadOnly, addr, wait}, paths...)...)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	defer cmd.Wait()
+	lines := bufio.NewScanner(out)
+	next := func() string {
+		if !lines.Scan() {
+			t.Fatalf("Kazoo read-only client ended: %s", stderr.String())
+		}
+		return lines.Text()
+	}
+	var got map[string]any
+	dec := json.NewDecoder(strings.NewReader(next()))
+	dec.UseNumber()
+	must(t, dec.Decode(&got))
+	if got["write"] != "NotReadOnly" {
+		t.Errorf("a write on the read-only follower: %v, want NotReadOnly", got["write"])
+	}
+	for _, p := range paths {
+		if fmt.Sprint(got[p]) != fmt.Sprint(want[p]) {
+			t.Errorf("%s read-only from zkd follow: %v; from ZooKeeper: %v", p, got[p], want[p])
+		}
+	}
+	if l := next(); l != "watching" {
+		t.Fatalf("Kazoo: %q", l)
+	}
+	_, err = c.Set(wait, []byte("changed"), -1)
+	must(t, err)
+	if l := next(); l != "event CHANGED "+wait {
+		t.Errorf("data watch on the read-only follower: %q, want a CHANGED event for %s", l, wait)
 	}
 }
 

@@ -33,6 +33,13 @@ type Config struct {
 	// its LastZxid); nil starts from nothing and is synced by SNAP (or by
 	// DIFF from an empty database, which a young ensemble may send).
 	Tree *zkformat.Tree
+	// Synced, when set, is called at the end of each sync (UPTODATE) with
+	// the followed tree, and Applied after each transaction applied after
+	// one, with the tree it went into. Both run on the follower's
+	// goroutine with its lock held: they must not call the Follower, nor
+	// change or keep the tree.
+	Synced  func(t *zkformat.Tree)
+	Applied func(tx *zkformat.Txn, t *zkformat.Tree)
 	// Logger receives one line per connection, sync and leader loss.
 	// Default: none.
 	Logger *zap.Logger
@@ -365,6 +372,9 @@ sync:
 	f.mu.Lock()
 	st := &f.mu.status
 	st.Synced, st.Syncs, st.SyncMode, st.SyncZxid, st.SyncTime = true, st.Syncs+1, mode, syncZxid, took
+	if f.cfg.Synced != nil {
+		f.cfg.Synced(f.mu.tree)
+	}
 	f.signalLocked()
 	nodes, lastZxid := st.Nodes, st.LastZxid
 	f.mu.Unlock()
@@ -468,11 +478,15 @@ func (f *Follower) apply(tx *zkformat.Txn) error {
 			st.DigestExact = true
 			st.DigestsChecked++
 		case st.DigestExact:
-			// Stay at the transaction before, as ZooKeeper would not
-			// have this tree.
+			// ZooKeeper does not have this tree: Run stops, and the
+			// cutover refuses it.
+			st.DigestExact = false
 			return fmt.Errorf("%w: tree digest %016x after zxid 0x%x (type %d), the leader's is %016x",
 				ErrDiverged, t.Digest(), tx.Zxid, tx.Type, d.Digest)
 		}
+	}
+	if f.cfg.Applied != nil && st.Synced {
+		f.cfg.Applied(tx, t)
 	}
 	f.signalLocked()
 	return nil
