@@ -59,6 +59,10 @@ func followMain(args []string, stdout, stderr io.Writer) int {
 	if *sid == 0 {
 		*sid = c.MyID
 	}
+	if *sid <= 0 {
+		fmt.Fprintln(stderr, "zkd follow: give the observer's server id with -sid (zoo.cfg's dataDir has no myid)")
+		return 2
+	}
 	nc, err := seedConfig(c)
 	if err != nil {
 		fmt.Fprintln(stderr, err)

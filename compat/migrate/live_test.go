@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -302,32 +303,7 @@ func TestIntegration_LiveMigration(t *testing.T) {
 			alive++
 		}
 	}
-	leader := -1
-	for i, s := range zs {
-		if out, err := s.FourLetter("srvr"); err == nil && strings.Contains(out, "Mode: leader") {
-			leader = i
-		}
-	}
-	if leader < 0 {
-		t.Fatal("no ZooKeeper member says it leads")
-	}
-	for i, s := range zs {
-		if i != leader {
-			s.Stop()
-		}
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		out, err := zs[leader].FourLetter("srvr")
-		if err != nil || !strings.Contains(out, "Mode: leader") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the ZooKeeper leader still leads a minute after its followers stopped")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	zs[leader].Stop()
+	stopZooKeeper(t, zs)
 	f.cutover(t)
 	zd := zkproc.StartZkd(t, zkproc.Options{Dir: dir, Port: ports[2], Binary: bin})
 	t.Logf("zkd follow:\n%s", f.out.String())
@@ -522,6 +498,125 @@ func checkReadOnly(t *testing.T, c *zk.Conn, addr, wait string, paths []string) 
 	if l := next(); l != "event CHANGED "+wait {
 		t.Errorf("data watch on the read-only follower: %q, want a CHANGED event for %s", l, wait)
 	}
+}
+
+// stopZooKeeper stops a ZooKeeper ensemble in the runbook's order: the
+// followers, then, once it no longer leads, the leader.
+func stopZooKeeper(t *testing.T, zs []*zkproc.Server) {
+	t.Helper()
+	leader := -1
+	for i, s := range zs {
+		if out, err := s.FourLetter("srvr"); err == nil && strings.Contains(out, "Mode: leader") {
+			leader = i
+		}
+	}
+	if leader < 0 {
+		t.Fatal("no ZooKeeper member says it leads")
+	}
+	for i, s := range zs {
+		if i != leader {
+			s.Stop()
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, err := zs[leader].FourLetter("srvr")
+		if err != nil || !strings.Contains(out, "Mode: leader") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the ZooKeeper leader still leads a minute after its followers stopped")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	zs[leader].Stop()
+}
+
+// TestIntegration_LiveMigrationIntoEnsemble forms a three-member zkd
+// ensemble from one follower, as docs/migration.md says: the follower's
+// data dir is copied to the other members before any starts. A go-zk
+// session with an ephemeral node moves to the ensemble with it, and every
+// member serves the followed tree.
+func TestIntegration_LiveMigrationIntoEnsemble(t *testing.T) {
+	zkproc.RequireZooKeeper(t)
+	bin := zkproc.BuildZkd(t)
+	obs := zkproc.FreePorts(t, 2)
+	zs := zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{
+		ExtraCfg: map[string]string{"server.4": fmt.Sprintf("127.0.0.1:%d:%d:observer", obs[0], obs[1])},
+	})
+	// The zkd ensemble's directories, configs and ports; stopped and
+	// emptied until the cutover.
+	members := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{Binary: bin})
+	for _, m := range members {
+		m.Stop()
+		must(t, os.RemoveAll(filepath.Join(m.DataDir, "zkd")))
+	}
+	c, _, err := zk.Connect(append(zkproc.Addrs(zs), zkproc.Addrs(members)...), sessionTimeout, zk.WithLogger(quiet{}))
+	must(t, err)
+	t.Cleanup(c.Close)
+	waitSession(t, c)
+	id := c.SessionID()
+	_, err = c.Create("/app", []byte("x"), 0, open)
+	must(t, err)
+	eph, err := c.Create("/app/lock-", nil, zk.FlagEphemeralSequential, open)
+	must(t, err)
+
+	f := startFollow(t, bin, quorumAddrs(t, zs), 4, members[0].CfgPath)
+	f.waitOutput(t, regexp.MustCompile(`synced by \w+`), 2*time.Minute)
+	last, err := c.Set("/app", []byte("y"), -1)
+	must(t, err)
+	f.waitOutput(t, regexp.MustCompile(fmt.Sprintf(`zxid 0x%x `, last.Mzxid)), time.Minute)
+	stopZooKeeper(t, zs)
+	f.cutover(t)
+	for _, m := range members[1:] {
+		copyTree(t, filepath.Join(members[0].DataDir, "zkd"), filepath.Join(m.DataDir, "zkd"))
+		b, err := os.ReadFile(filepath.Join(members[0].DataDir, "zkd.followed"))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(m.DataDir, "zkd.followed"), b, 0o644))
+	}
+	zkproc.RestartAll(t, members)
+
+	waitSessionWithin(c, 2*sessionTimeout)
+	if c.State() != zk.StateHasSession || c.SessionID() != id {
+		t.Fatalf("session 0x%x (state %v) after the cutover, had 0x%x", c.SessionID(), c.State(), id)
+	}
+	next, err := c.Create("/app/lock-", nil, zk.FlagEphemeralSequential, open)
+	must(t, err)
+	if n1, n2 := eph[len(eph)-10:], next[len(next)-10:]; n2 <= n1 {
+		t.Errorf("lock node %s after %s", next, eph)
+	}
+	for _, m := range members {
+		mc := connect(t, m.Addr)
+		_, err := mc.Sync("/app")
+		must(t, err)
+		data, st, err := mc.Get("/app")
+		must(t, err)
+		kids, _, err := mc.Children("/app")
+		must(t, err)
+		_, est, err := mc.Get(eph)
+		if string(data) != "y" || st.Mzxid != last.Mzxid || len(kids) != 2 || err != nil || est.EphemeralOwner != id {
+			t.Errorf("member %s: /app %q mzxid 0x%x children %v, %s owner 0x%x (%v)", m.Addr, data, st.Mzxid, kids, eph, est.EphemeralOwner, err)
+		}
+	}
+}
+
+// copyTree copies the directory src to dst.
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	must(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	}))
 }
 
 func waitSessionWithin(c *zk.Conn, d time.Duration) {
