@@ -2,6 +2,7 @@ package zkformat
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -72,9 +73,21 @@ func (s *StreamReader) Buffer() []byte {
 		s.err = fmt.Errorf("zkformat: offset %d: buffer length %d out of range", s.n-4, n)
 		return nil
 	}
-	b := make([]byte, n)
-	s.full(b)
-	return b
+	if n <= 64<<10 {
+		b := make([]byte, n)
+		s.full(b)
+		return b
+	}
+	// A large length is believed only as the bytes arrive, so a damaged
+	// length costs no large allocation.
+	var buf bytes.Buffer
+	m, err := io.CopyN(&buf, s.r, int64(n))
+	s.n += m
+	if err != nil {
+		s.err = err
+		return nil
+	}
+	return buf.Bytes()
 }
 
 // String reads a length-prefixed UTF-8 string.
