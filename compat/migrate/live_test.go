@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -179,7 +180,7 @@ func (l *load) count() int {
 
 // TestIntegration_LiveMigration follows a three-member ZooKeeper 3.8
 // ensemble with `zkd follow` (observer server.4) under a write load, with
-// a go-zk lock holder and two waiters: first synced by SNAP, then
+// a go-zk lock holder and two waiters, and a Kazoo Lock holder and waiter: first synced by SNAP, then
 // restarted after more writes and synced by DIFF; then the ZooKeeper
 // members stop, the follower writes its data dir and zkd starts on it.
 // The clients move by themselves (zkd's address is in their server list):
@@ -265,6 +266,13 @@ func TestIntegration_LiveMigration(t *testing.T) {
 		}(i)
 		waitChildren(t, w, "/locks", i+2)
 	}
+	// Kazoo's Lock recipe: a holder and a waiter on their own lock.
+	kh := startKazooLock(t, servers, "/kazoo-lock", "holder")
+	if l := kh.next(t, time.Minute); l != "acquired" {
+		t.Fatalf("Kazoo holder: %q", l)
+	}
+	kw := startKazooLock(t, servers, "/kazoo-lock", "waiter")
+	waitChildren(t, w, "/kazoo-lock", 2)
 	idle := make([]*zk.Conn, 5)
 	for i := range idle {
 		idle[i] = dial()
@@ -404,6 +412,23 @@ func TestIntegration_LiveMigration(t *testing.T) {
 	if !slices.Equal(order, []int{0, 1}) {
 		t.Errorf("waiters acquired in order %v, want [0 1]", order)
 	}
+	// Kazoo: the holder still holds with its session; the waiter, with
+	// its own session, acquires once it releases.
+	ownedChild(t, c, "/kazoo-lock", kh.session)
+	ownedChild(t, c, "/kazoo-lock", kw.session)
+	t.Logf("figure: Kazoo sessions surviving the cutover: 2 of 2 (holder 0x%x, waiter 0x%x)", kh.session, kw.session)
+	select {
+	case l := <-kw.lines:
+		t.Fatalf("Kazoo waiter before the release: %q", l)
+	default:
+	}
+	fmt.Fprintln(kh.in)
+	if l := kh.next(t, time.Minute); l != "released" {
+		t.Fatalf("Kazoo holder: %q", l)
+	}
+	if l := kw.next(t, time.Minute); l != "acquired" {
+		t.Fatalf("Kazoo waiter: %q", l)
+	}
 	// The fencing token keeps growing: a new lock node's czxid is in zkd's
 	// epoch, above everything ZooKeeper wrote.
 	nl, err := c.Create("/locks/after", nil, zk.FlagEphemeral, open)
@@ -497,6 +522,75 @@ func checkReadOnly(t *testing.T, c *zk.Conn, addr, wait string, paths []string) 
 	must(t, err)
 	if l := next(); l != "event CHANGED "+wait {
 		t.Errorf("data watch on the read-only follower: %q, want a CHANGED event for %s", l, wait)
+	}
+}
+
+// kazooLocker takes Kazoo's Lock recipe on argv[2] and holds it until a
+// line arrives on stdin; it prints its session id, then "acquired", then
+// "released".
+const kazooLocker = `
+import sys
+from kazoo.client import KazooClient
+zk = KazooClient(hosts=sys.argv[1], timeout=30.0)
+zk.start(timeout=60)
+print("session %d" % zk.client_id[0], flush=True)
+lock = zk.Lock(sys.argv[2], sys.argv[3])
+lock.acquire()
+print("acquired", flush=True)
+sys.stdin.readline()
+lock.release()
+print("released", flush=True)
+sys.stdin.readline()
+zk.stop()
+`
+
+// kazooLock is a running kazooLocker.
+type kazooLock struct {
+	cmd     *exec.Cmd
+	in      io.WriteCloser
+	lines   chan string
+	session int64
+}
+
+func startKazooLock(t *testing.T, hosts []string, path, name string) *kazooLock {
+	t.Helper()
+	k := &kazooLock{cmd: exec.Command("/usr/bin/python3", "-c", kazooLocker, strings.Join(hosts, ","), path, name), lines: make(chan string, 8)}
+	var err error
+	k.in, err = k.cmd.StdinPipe()
+	must(t, err)
+	out, err := k.cmd.StdoutPipe()
+	must(t, err)
+	var stderr syncBuffer
+	k.cmd.Stderr = &stderr
+	must(t, k.cmd.Start())
+	t.Cleanup(func() {
+		k.in.Close()
+		k.cmd.Process.Kill()
+		k.cmd.Wait()
+	})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			k.lines <- sc.Text()
+		}
+		k.lines <- "exited: " + stderr.String()
+	}()
+	l := k.next(t, 2*time.Minute)
+	if _, err := fmt.Sscanf(l, "session %d", &k.session); err != nil {
+		t.Fatalf("Kazoo locker %s: %q", name, l)
+	}
+	return k
+}
+
+// next returns the locker's next line, failing after d.
+func (k *kazooLock) next(t *testing.T, d time.Duration) string {
+	t.Helper()
+	select {
+	case l := <-k.lines:
+		return l
+	case <-time.After(d):
+		t.Fatalf("Kazoo locker said nothing within %s", d)
+		return ""
 	}
 }
 
