@@ -153,15 +153,6 @@ func startContenders(t *testing.T, name string, args ...string) []contender {
 	}
 }
 
-// curatorClasspath is Debian's Curator 5.4 and ZooKeeper 3.8 jars.
-func curatorClasspath() string {
-	var cp []string
-	for _, j := range []string{"curator-recipes", "curator-framework", "curator-client", "zookeeper", "zookeeper-jute", "guava", "slf4j-api"} {
-		cp = append(cp, "/usr/share/java/"+j+".jar")
-	}
-	return strings.Join(cp, ":")
-}
-
 // wantQueues groups contenders by lock path, in queue order.
 func wantQueues(cs []contender) map[string][]string {
 	out := map[string][]string{}
@@ -244,7 +235,7 @@ func TestIntegration_LocksZkd(t *testing.T) {
 	var cs []contender
 	cs = append(cs, gozkContenders(t, srv.Addr, "/gozk/lock", 3)...)
 	cs = append(cs, startContenders(t, "/usr/bin/python3", "testdata/locks/kazoo_locks.py", srv.Addr)...)
-	cs = append(cs, startContenders(t, "java", "-cp", curatorClasspath(), "testdata/locks/CuratorLocks.java", srv.Addr)...)
+	cs = append(cs, startContenders(t, "java", "-cp", zkproc.CuratorClasspath(t), "testdata/locks/CuratorLocks.java", srv.Addr)...)
 	want := wantQueues(cs)
 	holders := map[string]int{"/gozk/lock": 1, "/kazoo/lock": 1, "/kazoo/rw": 1, "/curator/lock": 1, "/curator/rw": 2}
 	if len(want) != len(holders) {

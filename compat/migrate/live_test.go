@@ -180,19 +180,25 @@ func (l *load) count() int {
 
 // TestIntegration_LiveMigration follows a three-member ZooKeeper 3.8
 // ensemble with `zkd follow` (observer server.4) under a write load, with
-// a go-zk lock holder and two waiters, and a Kazoo Lock holder and waiter: first synced by SNAP, then
-// restarted after more writes and synced by DIFF; then the ZooKeeper
-// members stop, the follower writes its data dir and zkd starts on it.
-// The clients move by themselves (zkd's address is in their server list):
-// the holder keeps its session and lock node, the waiters acquire in
-// order, no acknowledged write is lost, sequence numbers and zxids
-// continue.
+// a go-zk lock holder and two waiters, a Kazoo Lock holder and waiter,
+// and a Curator InterProcessMutex holder (Java) with Kazoo, go-zk and
+// Kazoo waiters queued on its lock: first synced by SNAP, then restarted
+// after more writes and synced by DIFF; then the ZooKeeper members stop,
+// the follower writes its data dir and zkd starts on it. The clients move
+// by themselves (zkd's address is in their server list): the holders keep
+// their sessions and lock nodes (Curator's writes through zkd guarded by
+// its node), the waiters acquire in order, no acknowledged write is lost,
+// sequence numbers and zxids continue, and every lock node taken after
+// the cutover has a czxid (fencing token) above all those before.
 func TestIntegration_LiveMigration(t *testing.T) {
 	zkproc.RequireZooKeeper(t)
 	bin := zkproc.BuildZkd(t)
 	ports := zkproc.FreePorts(t, 3) // observer quorum and election ports, zkd's client port
 	zs := zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{
-		ExtraCfg: map[string]string{"server.4": fmt.Sprintf("127.0.0.1:%d:%d:observer", ports[0], ports[1])},
+		// The observer line names zkd's client address: Curator's
+		// EnsembleTracker replaces its connect string with the client
+		// addresses in /zookeeper/config, and would drop zkd otherwise.
+		ExtraCfg: map[string]string{"server.4": fmt.Sprintf("127.0.0.1:%d:%d:observer;127.0.0.1:%d", ports[0], ports[1], ports[2])},
 		// The first sync must be a SNAP: no sync from the transaction
 		// log, and a committed log shorter than the history.
 		JVMFlags: []string{"-Dzookeeper.snapshotSizeFactor=-1", "-Dzookeeper.commitLogCount=100"},
@@ -273,13 +279,29 @@ func TestIntegration_LiveMigration(t *testing.T) {
 	}
 	kw := startKazooLock(t, servers, "/kazoo-lock", "waiter")
 	waitChildren(t, w, "/kazoo-lock", 2)
+	// Curator's InterProcessMutex holds /curator-lock; a Kazoo waiter, a
+	// go-zk waiter and a second Kazoo waiter queue behind it in this order
+	// (Kazoo is told Curator's and go-zk's node names, "-lock-").
+	_, err = w.Create("/curator-guard", nil, 0, open)
+	must(t, err)
+	ch := startCuratorHolder(t, servers, "/curator-lock", "/curator-guard")
+	chNode, chCzxid := curatorAcquired(t, ch)
+	cq := []*locker{startKazooLock(t, servers, "/curator-lock", "curator-queue-1", "-lock-")}
+	waitChildren(t, w, "/curator-lock", 2)
+	gq := dial()
+	gql := zk.NewLock(gq, "/curator-lock", open)
+	gqGranted := make(chan error, 1)
+	go func() { gqGranted <- gql.Lock() }()
+	waitChildren(t, w, "/curator-lock", 3)
+	cq = append(cq, startKazooLock(t, servers, "/curator-lock", "curator-queue-3", "-lock-"))
+	waitChildren(t, w, "/curator-lock", 4)
 	idle := make([]*zk.Conn, 5)
 	for i := range idle {
 		idle[i] = dial()
 		_, err := idle[i].Create(fmt.Sprintf("/idle-%d", i), nil, zk.FlagEphemeral, open)
 		must(t, err)
 	}
-	clients := append([]*zk.Conn{w, holder}, append(waiters, idle...)...)
+	clients := append([]*zk.Conn{w, holder}, append(waiters, append(idle, gq)...)...)
 	ids := make([]int64, len(clients))
 	for i, c := range clients {
 		ids[i] = c.SessionID()
@@ -310,6 +332,12 @@ func TestIntegration_LiveMigration(t *testing.T) {
 		if c.State() == zk.StateHasSession {
 			alive++
 		}
+	}
+	// Every lock node's czxid so far: fencing tokens taken after the
+	// cutover must be above them all.
+	var preCzxid int64
+	for _, p := range []string{"/locks", "/kazoo-lock", "/curator-lock"} {
+		preCzxid = max(preCzxid, maxChildCzxid(t, w, p))
 	}
 	stopZooKeeper(t, zs)
 	f.cutover(t)
@@ -429,15 +457,145 @@ func TestIntegration_LiveMigration(t *testing.T) {
 	if l := kw.next(t, time.Minute); l != "acquired" {
 		t.Fatalf("Kazoo waiter: %q", l)
 	}
-	// The fencing token keeps growing: a new lock node's czxid is in zkd's
-	// epoch, above everything ZooKeeper wrote.
-	nl, err := c.Create("/locks/after", nil, zk.FlagEphemeral, open)
-	must(t, err)
-	_, nst, err := c.Get(nl)
-	must(t, err)
-	if nst.Czxid <= lastZK.zxid {
-		t.Errorf("czxid 0x%x after the cutover, not above ZooKeeper's last 0x%x", nst.Czxid, lastZK.zxid)
+	n := checkCuratorQueue(t, c, ch, chNode, chCzxid, cq, gq.SessionID(), gql, gqGranted, zkEpoch)
+	t.Logf("figure: Curator holder and Kazoo waiters on /curator-lock: %d of %d sessions surviving the cutover", n, 1+len(cq))
+
+	// The fencing token keeps growing: each lock node taken after the
+	// cutover (Curator's holder again, then a go-zk waiter on each lock)
+	// has a czxid above every lock node's before it, and above the last.
+	ch.say(t, "acquire")
+	_, czxid := curatorAcquired(t, ch)
+	tokens := []int64{czxid}
+	ch.say(t, "release")
+	if l := ch.next(t, time.Minute); l != "released" {
+		t.Fatalf("Curator holder: %q", l)
 	}
+	for _, l := range []struct {
+		lock    *zk.Lock
+		path    string
+		session int64
+	}{{gql, "/curator-lock", gq.SessionID()}, {wl[0], "/locks", ids[2]}} {
+		must(t, l.lock.Lock())
+		_, st, err := c.Get(l.path + "/" + ownedChild(t, c, l.path, l.session))
+		must(t, err)
+		tokens = append(tokens, st.Czxid)
+		must(t, l.lock.Unlock())
+	}
+	for i, tok := range tokens {
+		if tok <= preCzxid || (i > 0 && tok <= tokens[i-1]) {
+			t.Errorf("fencing tokens after the cutover %#x: #%d not above %#x (the highest lock node czxid before) and the previous", tokens, i, preCzxid)
+		}
+	}
+}
+
+// curatorAcquired reads the Curator holder's "acquired NODE CZXID".
+func curatorAcquired(t *testing.T, ch *locker) (string, int64) {
+	t.Helper()
+	l := ch.next(t, 2*time.Minute)
+	var node string
+	var czxid int64
+	if _, err := fmt.Sscanf(l, "acquired %s %d", &node, &czxid); err != nil {
+		t.Fatalf("Curator holder: %q", l)
+	}
+	return node, czxid
+}
+
+// checkCuratorQueue checks /curator-lock on zkd after the cutover: the
+// Curator holder still holds (same session, same node owned by it, its
+// mutex acquired, a write guarded by its node acknowledged by zkd), no
+// waiter has the lock; once it releases, the Kazoo waiter, the go-zk waiter
+// and the second Kazoo waiter acquire in that order, each with a czxid
+// above the one before. It returns how many of the Curator and Kazoo
+// sessions came through (all, or it fails t).
+func checkCuratorQueue(t *testing.T, c *zk.Conn, ch *locker, chNode string, chCzxid int64, cq []*locker, gqSession int64, gql *zk.Lock, gqGranted chan error, zkEpoch int64) int {
+	t.Helper()
+	ch.say(t, "check")
+	l := ch.next(t, 2*time.Minute)
+	var session, owner, mzxid int64
+	var held bool
+	if _, err := fmt.Sscanf(l, "checked %d %d %t %d", &session, &owner, &held, &mzxid); err != nil {
+		t.Fatalf("Curator holder: %q", l)
+	}
+	if session != ch.session || owner != ch.session || !held {
+		t.Errorf("Curator holder after the cutover: session 0x%x (had 0x%x), its node owned by 0x%x, isAcquiredInThisProcess %v", session, ch.session, owner, held)
+	}
+	if mzxid>>32 <= zkEpoch {
+		t.Errorf("Curator's guarded write has mzxid 0x%x, not in zkd's epoch (ZooKeeper's was 0x%x)", mzxid, zkEpoch)
+	}
+	if got := ownedChild(t, c, "/curator-lock", ch.session); got != chNode {
+		t.Errorf("Curator holder's node %s became %s", chNode, got)
+	}
+	for _, k := range cq {
+		ownedChild(t, c, "/curator-lock", k.session)
+	}
+	queueSilent := func(when string) {
+		t.Helper()
+		for _, k := range cq {
+			k.silent(t, when)
+		}
+		select {
+		case err := <-gqGranted:
+			t.Fatalf("go-zk waiter on /curator-lock %s: acquired (%v)", when, err)
+		default:
+		}
+	}
+	queueSilent("before the Curator holder released")
+	ch.say(t, "release")
+	if l := ch.next(t, time.Minute); l != "released" {
+		t.Fatalf("Curator holder: %q", l)
+	}
+	tokens := []int64{chCzxid}
+	token := func(session int64) {
+		t.Helper()
+		_, st, err := c.Get("/curator-lock/" + ownedChild(t, c, "/curator-lock", session))
+		must(t, err)
+		if st.Czxid <= tokens[len(tokens)-1] {
+			t.Errorf("/curator-lock: czxid 0x%x of the next holder not above 0x%x", st.Czxid, tokens[len(tokens)-1])
+		}
+		tokens = append(tokens, st.Czxid)
+	}
+	release := func(k *locker) {
+		t.Helper()
+		k.say(t, "")
+		if l := k.next(t, time.Minute); l != "released" {
+			t.Fatalf("%s: %q", k.name, l)
+		}
+	}
+	if l := cq[0].next(t, time.Minute); l != "acquired" {
+		t.Fatalf("%s: %q", cq[0].name, l)
+	}
+	token(cq[0].session)
+	queueSilent("while the first Kazoo waiter held /curator-lock")
+	release(cq[0])
+	select {
+	case err := <-gqGranted:
+		must(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("the go-zk waiter on /curator-lock did not acquire within a minute of the Kazoo waiter's release")
+	}
+	token(gqSession)
+	cq[1].silent(t, "while the go-zk waiter held /curator-lock")
+	must(t, gql.Unlock())
+	if l := cq[1].next(t, time.Minute); l != "acquired" {
+		t.Fatalf("%s: %q", cq[1].name, l)
+	}
+	token(cq[1].session)
+	release(cq[1])
+	return 1 + len(cq)
+}
+
+// maxChildCzxid returns the highest czxid among path's children.
+func maxChildCzxid(t *testing.T, c *zk.Conn, path string) int64 {
+	t.Helper()
+	kids, _, err := c.Children(path)
+	must(t, err)
+	var m int64
+	for _, k := range kids {
+		_, st, err := c.Get(path + "/" + k)
+		must(t, err)
+		m = max(m, st.Czxid)
+	}
+	return m
 }
 
 // kazooReadOnly reads nodes from a read-only server with Kazoo (the
@@ -525,16 +683,17 @@ func checkReadOnly(t *testing.T, c *zk.Conn, addr, wait string, paths []string) 
 	}
 }
 
-// kazooLocker takes Kazoo's Lock recipe on argv[2] and holds it until a
-// line arrives on stdin; it prints its session id, then "acquired", then
-// "released".
+// kazooLocker takes Kazoo's Lock recipe on argv[2] (named argv[3]; later
+// arguments are other recipes' node name patterns it queues behind, as
+// Curator's "-lock-") and holds it until a line arrives on stdin; it
+// prints its session id, then "acquired", then "released".
 const kazooLocker = `
 import sys
 from kazoo.client import KazooClient
 zk = KazooClient(hosts=sys.argv[1], timeout=30.0)
 zk.start(timeout=60)
 print("session %d" % zk.client_id[0], flush=True)
-lock = zk.Lock(sys.argv[2], sys.argv[3])
+lock = zk.Lock(sys.argv[2], sys.argv[3], extra_lock_patterns=sys.argv[4:])
 lock.acquire()
 print("acquired", flush=True)
 sys.stdin.readline()
@@ -544,26 +703,33 @@ sys.stdin.readline()
 zk.stop()
 `
 
-// kazooLock is a running kazooLocker.
-type kazooLock struct {
+// locker is a running lock client in another process (Kazoo or Curator):
+// it takes commands as lines on stdin and answers with lines, the first
+// of which is "session ID".
+type locker struct {
+	name    string
 	cmd     *exec.Cmd
 	in      io.WriteCloser
 	lines   chan string
+	stderr  syncBuffer
 	session int64
 }
 
-func startKazooLock(t *testing.T, hosts []string, path, name string) *kazooLock {
+// startLocker starts argv as the locker name and reads its session id.
+func startLocker(t *testing.T, name string, argv ...string) *locker {
 	t.Helper()
-	k := &kazooLock{cmd: exec.Command("/usr/bin/python3", "-c", kazooLocker, strings.Join(hosts, ","), path, name), lines: make(chan string, 8)}
+	k := &locker{name: name, cmd: exec.Command(argv[0], argv[1:]...), lines: make(chan string, 8)}
 	var err error
 	k.in, err = k.cmd.StdinPipe()
 	must(t, err)
 	out, err := k.cmd.StdoutPipe()
 	must(t, err)
-	var stderr syncBuffer
-	k.cmd.Stderr = &stderr
+	k.cmd.Stderr = &k.stderr
 	must(t, k.cmd.Start())
 	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", k.name, k.stderr.String())
+		}
 		k.in.Close()
 		k.cmd.Process.Kill()
 		k.cmd.Wait()
@@ -573,24 +739,61 @@ func startKazooLock(t *testing.T, hosts []string, path, name string) *kazooLock 
 		for sc.Scan() {
 			k.lines <- sc.Text()
 		}
-		k.lines <- "exited: " + stderr.String()
+		k.lines <- "exited"
 	}()
 	l := k.next(t, 2*time.Minute)
 	if _, err := fmt.Sscanf(l, "session %d", &k.session); err != nil {
-		t.Fatalf("Kazoo locker %s: %q", name, l)
+		t.Fatalf("%s: %q", name, l)
 	}
 	return k
 }
 
+// startKazooLock starts kazooLocker on path with the identifier name,
+// queueing behind nodes named by the patterns too.
+func startKazooLock(t *testing.T, hosts []string, path, name string, patterns ...string) *locker {
+	t.Helper()
+	return startLocker(t, "Kazoo locker "+name, append([]string{"/usr/bin/python3", "-c", kazooLocker, strings.Join(hosts, ","), path, name}, patterns...)...)
+}
+
+// startCuratorHolder starts testdata/CuratorHolder.java: a Curator
+// InterProcessMutex on path that acquires at once; guard is the node its
+// lock-guarded write sets.
+func startCuratorHolder(t *testing.T, hosts []string, path, guard string) *locker {
+	t.Helper()
+	// slf4j-simple logs the client's warnings to stderr, shown when t fails.
+	return startLocker(t, "Curator holder", "java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=info", "-Dorg.slf4j.simpleLogger.showDateTime=true",
+		"-cp", zkproc.CuratorClasspath(t)+":/usr/share/java/slf4j-simple.jar",
+		"testdata/CuratorHolder.java", strings.Join(hosts, ","), path, guard)
+}
+
 // next returns the locker's next line, failing after d.
-func (k *kazooLock) next(t *testing.T, d time.Duration) string {
+func (k *locker) next(t *testing.T, d time.Duration) string {
 	t.Helper()
 	select {
 	case l := <-k.lines:
 		return l
 	case <-time.After(d):
-		t.Fatalf("Kazoo locker said nothing within %s", d)
+		t.Fatalf("%s said nothing within %s", k.name, d)
 		return ""
+	}
+}
+
+// say sends the locker a command line.
+func (k *locker) say(t *testing.T, line string) {
+	t.Helper()
+	if _, err := fmt.Fprintln(k.in, line); err != nil {
+		t.Fatalf("%s: %v", k.name, err)
+	}
+}
+
+// silent fails t if the locker said something.
+func (k *locker) silent(t *testing.T, when string) {
+	t.Helper()
+	select {
+	case l := <-k.lines:
+		t.Fatalf("%s %s: %q", k.name, when, l)
+	default:
 	}
 }
 
