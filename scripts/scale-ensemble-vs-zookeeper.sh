@@ -3,12 +3,15 @@
 # zkd ensemble and a 3-member Apache ZooKeeper 3.8 ensemble (Debian's
 # zookeeper package), one ensemble at a time, in two phases each:
 #
-#  hold   SESSIONS idle pinging sessions spread over the members, split over
-#         PROCS zkbench processes (each holds at most its RLIMIT_NOFILE), held
-#         HOLD while `zkbench -workload lock` (16 clients on 16 locks) runs
-#         LOCK_TIME beside them: lock acquire p99, connects/s, RSS per session
-#         on each member, the members' CPU per session-second, disconnects and
-#         expiries.
+#  hold   first `zkbench -workload lock` (16 clients on 16 locks) alone for
+#         LOCK_TIME, the baseline; then SESSIONS idle pinging sessions spread
+#         over the members, split over PROCS zkbench processes (each holds at
+#         most its RLIMIT_NOFILE). Once they are open and SETTLE has passed,
+#         the members' RSS per session (each member's growth over the
+#         sessions connected to it) and, over IDLE, their CPU per
+#         session-second while nothing else runs; then the lock workload
+#         again for LOCK_TIME beside the sessions: its acquire p99. Then the
+#         sessions' disconnects and expiries over the whole hold.
 #  storm  STORM sessions spread over the members with -reconnect; after
 #         its sessions are open (and 5 s) the leader is killed (KILL=KILL, or KILL=TERM), the
 #         sessions it held (and, on ZooKeeper, the followers' too: a follower
@@ -19,7 +22,7 @@
 # Each member is one process with the machine's RLIMIT_NOFILE: SESSIONS/3
 # must stay under it (and STORM/2, once the leader is gone).
 #
-# Knobs (environment): SESSIONS=50000 PROCS=3 HOLD=80s SETTLE=10s
+# Knobs (environment): SESSIONS=50000 PROCS=3 HOLD=95s SETTLE=10s IDLE=15s
 # LOCK_TIME=60s STORM=20000 STORM_PROCS=2 STORM_HOLD=40s KILL=KILL
 # SESSION_TIMEOUT=10s WATCHES=2 PHASES="hold storm" SERVERS="zkd zookeeper"
 # ZKD=<zkd binary, default built from the tree> BENCH_DIR=<dir> KEEP=1.
@@ -29,8 +32,9 @@ cd "$(dirname "$0")/.."
 
 SESSIONS=${SESSIONS:-50000}
 PROCS=${PROCS:-3}
-HOLD=${HOLD:-80s}
+HOLD=${HOLD:-95s}
 SETTLE=${SETTLE:-10s}
+IDLE=${IDLE:-15s}
 LOCK_TIME=${LOCK_TIME:-60s}
 STORM=${STORM:-20000}
 STORM_PROCS=${STORM_PROCS:-2}
@@ -129,6 +133,9 @@ stop_ensemble() {
 # rss PID: resident set in KiB.
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
 
+# cpu PID: user+system time in clock ticks.
+cpu() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
+
 # leader: the index (0-2) of the member whose srvr says leader.
 leader() {
 	python3 - "${ADDRS[@]}" <<-'PY'
@@ -164,7 +171,9 @@ pids_csv() { local IFS=,; echo "${PIDS[*]}"; }
 # phase_hold KIND DIR
 phase_hold() {
 	local kind=$1 dir=$2 i
-	local -a base=()
+	local -a base=() held=() cpu0=() cpu1=()
+	bin/zkbench -servers "$(servers_csv)" -workload lock -clients 16 -locks 16 -warmup 2s -duration "$LOCK_TIME" \
+		-json >"$dir/lock-alone.json" 2>"$dir/lock-alone.log"
 	for i in 0 1 2; do base+=("$(rss "${PIDS[$i]}")"); done
 	nice -n 5 bin/zkbench -servers "$(servers_csv)" -workload sessions -clients "$SESSIONS" -procs "$PROCS" \
 		-duration "$HOLD" -warmup "$SETTLE" -watches "$WATCHES" -session-timeout "$SESSION_TIMEOUT" \
@@ -172,21 +181,26 @@ phase_hold() {
 	BG=($!)
 	wait_holding "$dir/hold.log"
 	sleep "${SETTLE%s}"
-	local -a held=()
-	for i in 0 1 2; do held+=("$(rss "${PIDS[$i]}")"); done
+	for i in 0 1 2; do held+=("$(rss "${PIDS[$i]}")") cpu0+=("$(cpu "${PIDS[$i]}")"); done
+	sleep "${IDLE%s}"
+	for i in 0 1 2; do cpu1+=("$(cpu "${PIDS[$i]}")"); done
 	bin/zkbench -servers "$(servers_csv)" -workload lock -clients 16 -locks 16 -warmup 2s -duration "$LOCK_TIME" \
 		-json >"$dir/lock.json" 2>"$dir/lock.log"
 	wait "${BG[0]}"
 	BG=()
-	python3 - "$kind" "$SESSIONS" "$dir/hold.json" "$dir/lock.json" "${base[@]}" "${held[@]}" <<-'PY'
+	python3 - "$kind" "$SESSIONS" "$dir" "${IDLE%s}" "${base[@]}" "${held[@]}" "${cpu0[@]}" "${cpu1[@]}" <<-'PY'
 		import json, sys
-		kind, n, hold, lock = sys.argv[1], int(sys.argv[2]), json.load(open(sys.argv[3])), json.load(open(sys.argv[4]))
-		base, held = list(map(int, sys.argv[5:8])), list(map(int, sys.argv[8:11]))
+		kind, n, d, idle = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+		hold, lock, alone = (json.load(open(f"{d}/{f}.json")) for f in ("hold", "lock", "lock-alone"))
+		v = list(map(int, sys.argv[5:]))
+		base, held, c0, c1 = v[0:3], v[3:6], v[6:9], v[9:12]
 		per = [f"{(h - b) * 1024 / (n / 3):.0f}" for b, h in zip(base, held)]
-		print(f"{kind:10} hold  {n:>6} sessions: lock p99 {lock['latency_us']['p99']/1000:.2f} ms "
-		      f"({lock['ops_per_sec']:.0f} locks/s, {lock['errors']} errors); RSS/session per member {'/'.join(per)} B; "
-		      f"{hold.get('connects_per_sec', 0):.0f} connects/s; idle CPU {hold.get('cpu_us_per_session_second', 0):.2f} "
-		      f"µs/session-s; ping p99 {hold['latency_us']['p99']/1000:.1f} ms; "
+		cpu = sum(b - a for a, b in zip(c0, c1)) * 10_000 / n / idle  # ticks are 10 ms; µs per session-second
+		print(f"{kind:10} hold  {n:>6} sessions: lock p99 {lock['latency_us']['p99']/1000:.2f} ms beside them, "
+		      f"{alone['latency_us']['p99']/1000:.2f} ms alone ({lock['ops_per_sec']:.0f} / {alone['ops_per_sec']:.0f} "
+		      f"locks/s, {lock['errors']} errors); RSS/session per member {'/'.join(per)} B; "
+		      f"{hold.get('connects_per_sec', 0):.0f} connects/s; idle CPU {cpu:.2f} µs/session-s (all members); "
+		      f"ping p99 {hold['latency_us']['p99']/1000:.1f} ms; "
 		      f"disconnects {hold.get('disconnects', 0)}, expired {hold.get('expired', 0)}, "
 		      f"failed {hold.get('connect_failures', 0)}")
 	PY
