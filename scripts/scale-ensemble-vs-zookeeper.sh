@@ -175,7 +175,7 @@ phase_hold() {
 	bin/zkbench -servers "$(servers_csv)" -workload lock -clients 16 -locks 16 -warmup 2s -duration "$LOCK_TIME" \
 		-json >"$dir/lock-alone.json" 2>"$dir/lock-alone.log"
 	for i in 0 1 2; do base+=("$(rss "${PIDS[$i]}")"); done
-	nice -n 5 bin/zkbench -servers "$(servers_csv)" -workload sessions -clients "$SESSIONS" -procs "$PROCS" \
+	bin/zkbench -servers "$(servers_csv)" -workload sessions -clients "$SESSIONS" -procs "$PROCS" \
 		-duration "$HOLD" -warmup "$SETTLE" -watches "$WATCHES" -session-timeout "$SESSION_TIMEOUT" \
 		-pids "$(pids_csv)" -json >"$dir/hold.json" 2>"$dir/hold.log" &
 	BG=($!)
@@ -209,7 +209,7 @@ phase_hold() {
 # phase_storm KIND DIR
 phase_storm() {
 	local kind=$1 dir=$2 l
-	nice -n 5 bin/zkbench -servers "$(servers_csv)" -workload sessions -clients "$STORM" -procs "$STORM_PROCS" \
+	bin/zkbench -servers "$(servers_csv)" -workload sessions -clients "$STORM" -procs "$STORM_PROCS" \
 		-reconnect -duration "$STORM_HOLD" -warmup 5s -watches "$WATCHES" -session-timeout "$SESSION_TIMEOUT" \
 		-json >"$dir/storm.json" 2>"$dir/storm.log" &
 	BG=($!)
