@@ -185,13 +185,18 @@ phase_hold() {
 	sleep "${IDLE%s}"
 	for i in 0 1 2; do cpu1+=("$(cpu "${PIDS[$i]}")"); done
 	bin/zkbench -servers "$(servers_csv)" -workload lock -clients 16 -locks 16 -warmup 2s -duration "$LOCK_TIME" \
-		-json >"$dir/lock.json" 2>"$dir/lock.log"
+		-json >"$dir/lock.json" 2>"$dir/lock.log" || echo "scale: $kind: lock workload failed: $(tail -1 "$dir/lock.log")" >&2
 	wait "${BG[0]}"
 	BG=()
 	python3 - "$kind" "$SESSIONS" "$dir" "${IDLE%s}" "${base[@]}" "${held[@]}" "${cpu0[@]}" "${cpu1[@]}" <<-'PY'
 		import json, sys
 		kind, n, d, idle = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
-		hold, lock, alone = (json.load(open(f"{d}/{f}.json")) for f in ("hold", "lock", "lock-alone"))
+		def load(f):
+		    try:
+		        return json.load(open(f"{d}/{f}.json"))
+		    except ValueError:  # that run failed: its log says why
+		        return {"latency_us": {"p99": float("nan")}, "ops_per_sec": float("nan"), "errors": "all"}
+		hold, lock, alone = (load(f) for f in ("hold", "lock", "lock-alone"))
 		v = list(map(int, sys.argv[5:]))
 		base, held, c0, c1 = v[0:3], v[3:6], v[6:9], v[9:12]
 		per = [f"{(h - b) * 1024 / (n / 3):.0f}" for b, h in zip(base, held)]
