@@ -67,6 +67,17 @@ bench-vs-zk: build
 scale:
 	bash scripts/scale-vs-zookeeper.sh
 
+## scale-ensemble: sessions on 3-member zkd and ZooKeeper 3.8 ensembles beside a lock workload, and a leader kill under a reconnect storm (long; not in CI)
+.PHONY: scale-ensemble scale-test
+scale-ensemble:
+	bash scripts/scale-ensemble-vs-zookeeper.sh
+
+## scale-test: a real zkd holds 19,500 sessions (its fd limit allows no more) through a 30 s hold, none lost (long; not in CI)
+scale-test:
+	@mkdir -p bin; $(GO) build -o bin/zkd ./cmd/zkd && ZKD_BIN="$(CURDIR)/bin/zkd" \
+	$(GO) test -count=1 -timeout 30m ./cmd/zkbench -run 'TestIntegration_SessionStorm$$' -v \
+		-storm-sessions 19500 -storm-hold 30s -storm-timeout 10s -storm-procs 2
+
 ## diff-long: differential zkd vs ZooKeeper 3.8 on many random seeds (SEEDS, STEPS)
 SEEDS ?= 500
 STEPS ?= 150

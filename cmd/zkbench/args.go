@@ -50,6 +50,9 @@ type config struct {
 	watches        int       // sessions: exists watches per session
 	parallel       int       // sessions: concurrent connects
 	rate           float64   // create, set, get: open loop at this many ops/s in all; 0 closed loop
+	procs          int       // sessions: zkbench processes sharing the sessions
+	sourceIPFirst  int       // sessions: the first source address is 127.0.0.0 plus this
+	reconnect      bool      // sessions: resume a disconnected session on the next server
 	dial           zk.Dialer // plain TCP, or TLS with -tls-ca
 }
 
@@ -82,6 +85,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.watches, "watches", 2, "sessions: exists watches each session sets")
 	fs.IntVar(&c.parallel, "connect-parallel", 64, "sessions: concurrent connection attempts")
 	fs.Float64Var(&c.rate, "rate", 0, "create, set, get: start this many operations per second in all, without waiting for replies (open loop); 0: each client waits for its reply")
+	fs.IntVar(&c.procs, "procs", 1, "sessions: split the sessions over `N` zkbench processes (each has its own fd limit)")
+	fs.IntVar(&c.sourceIPFirst, "source-ip-first", 1, "sessions: the first source address is 127.0.0.0 plus `M`")
+	fs.BoolVar(&c.reconnect, "reconnect", false, "sessions: resume a disconnected session on the next server, as a client library does")
 	var tf tlsFlags
 	fs.StringVar(&tf.ca, "tls-ca", "", "connect over TLS, trusting the CA certificate in this PEM `file`")
 	fs.StringVar(&tf.cert, "tls-cert", "", "client certificate PEM `file` for TLS (with -tls-key)")
@@ -113,6 +119,12 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.sourceIPs < 0 || c.sourceIPs > 1<<24-2 || c.watches < 0 || c.parallel < 1 {
 		return config{}, fmt.Errorf("zkbench: -source-ips, -watches and -connect-parallel must not be negative (-connect-parallel at least 1)")
+	}
+	if c.procs < 1 || c.procs > c.clients || c.sourceIPFirst < 1 || c.sourceIPFirst+max(c.sourceIPs, 1) > 1<<24-1 {
+		return config{}, fmt.Errorf("zkbench: -procs %d (want 1 to -clients) or -source-ip-first %d (want at least 1) out of range", c.procs, c.sourceIPFirst)
+	}
+	if (c.procs > 1 || c.reconnect) && c.workload != "sessions" {
+		return config{}, fmt.Errorf("zkbench: -procs and -reconnect apply to -workload sessions only")
 	}
 	for s := range strings.SplitSeq(*servers, ",") {
 		s = strings.TrimSpace(s)

@@ -22,3 +22,8 @@ func bindNoPort(network, address string, c syscall.RawConn) error {
 	}
 	return serr
 }
+
+// childProcAttr has a -procs child killed if zkbench dies first.
+func childProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}

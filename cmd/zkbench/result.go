@@ -34,10 +34,18 @@ type result struct {
 	Disconnects     int64   `json:"disconnects,omitempty"`
 	Expired         int64   `json:"expired,omitempty"`
 	MaxPingGapMs    float64 `json:"max_ping_gap_ms,omitempty"`
-	RSSBefore       int64   `json:"rss_before,omitempty"`
-	RSSHeld         int64   `json:"rss_held,omitempty"`
-	RSSPerSession   float64 `json:"rss_per_session,omitempty"`
-	CPUHeld         float64 `json:"cpu_seconds_held,omitempty"`
+	// With -reconnect: the disconnected sessions resumed on a server, the
+	// time from disconnect to resumption, and from the first disconnect
+	// to the last resumption.
+	Reconnected     int64    `json:"reconnected,omitempty"`
+	Reconnect       *latency `json:"reconnect_us,omitempty"`
+	ReconnectSpanMs float64  `json:"reconnect_span_ms,omitempty"`
+	// Procs is the number of zkbench processes that held the sessions.
+	Procs         int     `json:"procs,omitempty"`
+	RSSBefore     int64   `json:"rss_before,omitempty"`
+	RSSHeld       int64   `json:"rss_held,omitempty"`
+	RSSPerSession float64 `json:"rss_per_session,omitempty"`
+	CPUHeld       float64 `json:"cpu_seconds_held,omitempty"`
 	// CPUPerSessionSecond is the servers' CPU time per session and second
 	// of holding, in microseconds.
 	CPUPerSessionSecond float64 `json:"cpu_us_per_session_second,omitempty"`
@@ -105,6 +113,10 @@ func (r *result) write(w io.Writer, asJSON bool) error {
 		fmt.Fprintf(&b, "workload=sessions clients=%d source-ips=%d servers=%s\n", r.Clients, r.SourceIPs, strings.Join(r.Servers, ","))
 		fmt.Fprintf(&b, "connects   %.0f/s (%.2fs, %d failed)\n", r.ConnectsPerSec, r.ConnectSeconds, r.ConnectFailures)
 		fmt.Fprintf(&b, "held       %.1fs: %d pings, %d disconnects, %d expired\n", r.Seconds, r.Ops, r.Disconnects, r.Expired)
+		if r.Reconnect != nil && r.Reconnected > 0 {
+			fmt.Fprintf(&b, "reconnect  %d resumed within %.0fms of the first disconnect; each p50=%s p99=%s max=%s\n", r.Reconnected,
+				r.ReconnectSpanMs, fmtMicros(r.Reconnect.P50), fmtMicros(r.Reconnect.P99), fmtMicros(r.Reconnect.Max))
+		}
 		l := r.Latency
 		fmt.Fprintf(&b, "ping       p50=%s p90=%s p99=%s p999=%s max=%s\n",
 			fmtMicros(l.P50), fmtMicros(l.P90), fmtMicros(l.P99), fmtMicros(l.P999), fmtMicros(l.Max))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -31,6 +32,15 @@ import (
 // session (max_ping_gap_ms: past the timeout, an expiry is zkbench's fault);
 // with -pids, the RSS each session added to those processes and their CPU
 // time per session-second while holding.
+//
+// With -reconnect a session the server disconnects is resumed as a client
+// library resumes it: on the next server in the list, then the one after,
+// with its session id, password and the last zxid it saw, pausing up to a
+// second after each full round of the list, until a server takes it back
+// or answers that it expired. The report adds how many came back, and how
+// long that took. (Watches are not re-set on the new connection.)
+// -procs N splits the sessions over N child zkbench processes, each with
+// its own descriptor limit: see sessions_procs.go.
 
 // sessionsPerIP is how many sessions -source-ips 0 puts on one address.
 const sessionsPerIP = 25000
@@ -40,6 +50,9 @@ type rawSession struct {
 	nc       net.Conn
 	id       int64
 	passwd   []byte
+	server   int          // index in -servers of the server it is on
+	lastZxid atomic.Int64 // the highest zxid a reply carried
+	expired  atomic.Bool  // a resumption was refused: the session expired
 	sentNano atomic.Int64 // when the outstanding ping left, 0 if none
 	lastSent atomic.Int64 // when zkbench last wrote to it (connect or ping), UnixNano
 	maxGap   atomic.Int64 // longest time between two such writes, ns
@@ -53,6 +66,13 @@ type sessionStats struct {
 	hist        *Histogram
 	disconnects atomic.Int64
 	pings       atomic.Uint64
+	// With -reconnect: sessions resumed, and the time each took from its
+	// disconnect; the first disconnect and last resumption, UnixNano.
+	reconnected atomic.Int64
+	refused     atomic.Int64
+	reconnHist  *Histogram // under mu
+	firstDown   atomic.Int64
+	lastUp      atomic.Int64
 	errMu       sync.Mutex
 	lastErr     error
 }
@@ -95,9 +115,10 @@ func raiseNoFile() uint64 {
 	return rl.Cur
 }
 
-// sourceIP is the source address of session i.
-func sourceIP(i, n, ips int) net.IP {
-	m := i*ips/n + 1 // contiguous blocks, so each address holds n/ips
+// sourceIP is the source address of session i of n spread over ips
+// addresses from 127.0.0.0 plus first.
+func sourceIP(i, n, ips, first int) net.IP {
+	m := i*ips/n + first // contiguous blocks, so each address holds n/ips
 	return net.IPv4(127, byte(m>>16), byte(m>>8), byte(m))
 }
 
@@ -120,8 +141,9 @@ func sessionDialer(src net.IP) *net.Dialer {
 }
 
 // openSession connects from src, establishes (or, with id, resumes) a
-// session and sets watches; the returned session has no reader yet.
-func openSession(addr string, src net.IP, timeout time.Duration, id int64, passwd []byte, watches int, root string) (*rawSession, error) {
+// session and sets watches; the returned session has no reader yet. A
+// resumption sends the last zxid the session saw, as a client does.
+func openSession(addr string, src net.IP, timeout time.Duration, id int64, passwd []byte, lastZxid int64, watches int, root string) (*rawSession, error) {
 	nc, err := sessionDialer(src).Dial("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -130,7 +152,7 @@ func openSession(addr string, src net.IP, timeout time.Duration, id int64, passw
 		passwd = make([]byte, 16)
 	}
 	nc.SetDeadline(time.Now().Add(30 * time.Second))
-	req := &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), SessionId: id, Passwd: passwd}
+	req := &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), SessionId: id, Passwd: passwd, LastZxidSeen: lastZxid}
 	if err := writeRecords(nc, req); err != nil {
 		nc.Close()
 		return nil, err
@@ -147,16 +169,19 @@ func openSession(addr string, src net.IP, timeout time.Duration, id int64, passw
 	}
 	s := &rawSession{nc: nc, id: resp.SessionId, passwd: resp.Passwd}
 	s.lastSent.Store(time.Now().UnixNano())
+	s.lastZxid.Store(lastZxid)
 	for w := range watches {
 		hdr := &jute.RequestHeader{Xid: int32(w + 1), Type: jute.OpExists}
 		if err := writeRecords(nc, hdr, &jute.ExistsRequest{Path: fmt.Sprintf("%s/w%d", root, w), Watch: true}); err != nil {
 			nc.Close()
 			return nil, err
 		}
-		if _, err := zkwire.ReadFrame(nc); err != nil {
+		b, err := zkwire.ReadFrame(nc)
+		if err != nil {
 			nc.Close()
 			return nil, fmt.Errorf("exists reply: %w", err)
 		}
+		s.seen(b)
 	}
 	nc.SetDeadline(time.Time{})
 	return s, nil
@@ -166,8 +191,17 @@ func openSession(addr string, src net.IP, timeout time.Duration, id int64, passw
 // session had expired.
 var errSessionRefused = errors.New("session refused (expired)")
 
-// readLoop reads replies until the connection ends, timing ping replies.
-func (s *rawSession) readLoop(st *sessionStats) {
+// seen notes the zxid of reply b, as a client's lastZxidSeen.
+func (s *rawSession) seen(b []byte) {
+	var hdr jute.ReplyHeader
+	if len(b) >= 16 && jute.Decode(b[:16], &hdr) == nil && hdr.Zxid > s.lastZxid.Load() {
+		s.lastZxid.Store(hdr.Zxid)
+	}
+}
+
+// readLoop reads replies until the connection ends, timing ping replies;
+// when the server ends it, it calls lost if that is not nil.
+func (s *rawSession) readLoop(st *sessionStats, lost func()) {
 	var hdr jute.ReplyHeader
 	for {
 		b, err := zkwire.ReadFrame(s.nc)
@@ -176,10 +210,19 @@ func (s *rawSession) readLoop(st *sessionStats) {
 				s.closed.Store(true)
 				st.disconnects.Add(1)
 				st.setErr(err, false)
+				if lost != nil {
+					lost()
+				}
 			}
 			return
 		}
-		if jute.Decode(b[:16], &hdr) == nil && hdr.Xid == jute.XidPing {
+		if len(b) < 16 || jute.Decode(b[:16], &hdr) != nil {
+			continue
+		}
+		if hdr.Zxid > s.lastZxid.Load() {
+			s.lastZxid.Store(hdr.Zxid)
+		}
+		if hdr.Xid == jute.XidPing {
 			if t := s.sentNano.Swap(0); t != 0 {
 				st.record(time.Duration(time.Now().UnixNano() - t))
 			}
@@ -238,8 +281,82 @@ func sampleAll(pids []int) ([]procSample, error) {
 	return out, nil
 }
 
+// holder is one process's held sessions.
+type holder struct {
+	cfg      config
+	ips      int
+	st       *sessionStats
+	sessions []atomic.Pointer[rawSession]
+	stop     chan struct{} // closed when the hold ends
+	resumes  sync.WaitGroup
+}
+
+// lost is called when the server ended session i's connection: with
+// -reconnect, it resumes the session elsewhere.
+func (h *holder) lost(i int, s *rawSession) func() {
+	if !h.cfg.reconnect {
+		return nil
+	}
+	return func() {
+		h.resumes.Go(func() { h.resume(i, s) })
+	}
+}
+
+// resume reconnects session i, lost by old, as a client library does:
+// the next server in the list, then the one after, pausing up to a second
+// after each full round, until one takes the session back or refuses it
+// as expired, or the hold ends.
+func (h *holder) resume(i int, old *rawSession) {
+	down := time.Now()
+	h.st.firstDown.CompareAndSwap(0, down.UnixNano())
+	n := len(h.cfg.servers)
+	src := sourceIP(i, h.cfg.clients, h.ips, h.cfg.sourceIPFirst)
+	for k := 1; ; k++ {
+		select {
+		case <-h.stop:
+			return
+		default:
+		}
+		srv := (old.server + k) % n
+		s, err := openSession(h.cfg.servers[srv], src, h.cfg.sessionTimeout, old.id, old.passwd, old.lastZxid.Load(), 0, h.cfg.root)
+		if errors.Is(err, errSessionRefused) {
+			old.expired.Store(true)
+			h.st.refused.Add(1)
+			h.st.setErr(fmt.Errorf("session 0x%x: expired, refused by %s", old.id, h.cfg.servers[srv]), false)
+			return
+		}
+		if err == nil {
+			s.server = srv
+			took := time.Since(down)
+			h.sessions[i].Store(s)
+			h.st.reconnected.Add(1)
+			h.st.mu.Lock()
+			h.st.reconnHist.Record(took)
+			h.st.mu.Unlock()
+			for now := time.Now().UnixNano(); ; {
+				last := h.st.lastUp.Load()
+				if now <= last || h.st.lastUp.CompareAndSwap(last, now) {
+					break
+				}
+			}
+			go s.readLoop(h.st, h.lost(i, s))
+			return
+		}
+		if k%n == 0 {
+			select {
+			case <-time.After(time.Duration(rand.Int64N(int64(time.Second)))):
+			case <-h.stop:
+				return
+			}
+		}
+	}
+}
+
 // runSessions is the sessions workload.
 func runSessions(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
+	if cfg.procs > 1 {
+		return runSessionProcs(ctx, cfg, logw)
+	}
 	nofile := raiseNoFile()
 	ips := cfg.sourceIPs
 	if ips == 0 {
@@ -250,19 +367,26 @@ func runSessions(ctx context.Context, cfg config, logw io.Writer) (*result, erro
 	if err != nil {
 		return nil, err
 	}
-	st := &sessionStats{hist: NewHistogram()}
-	sessions := make([]atomic.Pointer[rawSession], cfg.clients)
+	st := &sessionStats{hist: NewHistogram(), reconnHist: NewHistogram()}
+	h := &holder{cfg: cfg, ips: ips, st: st, sessions: make([]atomic.Pointer[rawSession], cfg.clients), stop: make(chan struct{})}
+	sessions := h.sessions
 	// Sessions ping from the moment they exist: connecting them all can
 	// take longer than their timeout.
-	stopPings := make(chan struct{})
 	pingDone := make(chan struct{})
 	go func() {
 		defer close(pingDone)
-		pingSessions(ctx, cfg, sessions, stopPings)
+		pingSessions(ctx, cfg, sessions, h.stop)
 	}()
+	var once sync.Once
+	stopHolding := func() {
+		once.Do(func() {
+			close(h.stop)
+			<-pingDone
+			h.resumes.Wait()
+		})
+	}
 	defer func() {
-		close(stopPings)
-		<-pingDone
+		stopHolding()
 		for i := range sessions {
 			if s := sessions[i].Load(); s != nil {
 				s.mine.Store(true)
@@ -284,15 +408,17 @@ func runSessions(ctx context.Context, cfg config, logw io.Writer) (*result, erro
 				if i >= cfg.clients {
 					return
 				}
-				addr := cfg.servers[i%len(cfg.servers)]
-				s, err := openSession(addr, sourceIP(i, cfg.clients, ips), cfg.sessionTimeout, 0, nil, cfg.watches, cfg.root)
+				srv := i % len(cfg.servers)
+				addr := cfg.servers[srv]
+				s, err := openSession(addr, sourceIP(i, cfg.clients, ips, cfg.sourceIPFirst), cfg.sessionTimeout, 0, nil, 0, cfg.watches, cfg.root)
 				if err != nil {
 					failed.Add(1)
 					firstErr.setErr(fmt.Errorf("session %d via %s: %w", i, addr, err), true)
 					continue
 				}
+				s.server = srv
 				sessions[i].Store(s)
-				go s.readLoop(st)
+				go s.readLoop(st, h.lost(i, s))
 			}
 		})
 	}
@@ -308,7 +434,10 @@ func runSessions(ctx context.Context, cfg config, logw io.Writer) (*result, erro
 		return res, ctx.Err()
 	}
 	// Let the server settle (GC, stacks) before the hold's samples.
-	time.Sleep(cfg.warmup)
+	select {
+	case <-time.After(cfg.warmup):
+	case <-ctx.Done():
+	}
 	held, err := sampleAll(cfg.pids)
 	if err != nil {
 		return res, err
@@ -332,13 +461,23 @@ func runSessions(ctx context.Context, cfg config, logw io.Writer) (*result, erro
 	res.OpsPerSec = float64(res.Ops) / holdTime.Seconds()
 	st.mu.Lock()
 	res.Latency = summarize(st.hist)
+	if cfg.reconnect {
+		res.Reconnected = st.reconnected.Load()
+		l := summarize(st.reconnHist)
+		res.Reconnect = &l
+		if up, down := st.lastUp.Load(), st.firstDown.Load(); up > down && down > 0 {
+			res.ReconnectSpanMs = float64(up-down) / 1e6
+		}
+	}
 	st.mu.Unlock()
 	res.Disconnects = st.disconnects.Load()
 	if e := st.err(); e != nil {
 		res.lastErr = e
 	}
+	// No resumption may race countExpired's own.
+	stopHolding()
 	var gapExpired time.Duration
-	res.Expired, gapExpired = countExpired(cfg, sessions)
+	res.Expired, gapExpired = countExpired(cfg, h)
 	var gap time.Duration
 	for i := range sessions {
 		if s := sessions[i].Load(); s != nil {
@@ -349,15 +488,7 @@ func runSessions(ctx context.Context, cfg config, logw io.Writer) (*result, erro
 	fmt.Fprintf(logw, "zkbench: longest time between two pings of a session %v (of an expired session %v; pinging every %v)\n",
 		gap.Round(time.Millisecond), gapExpired.Round(time.Millisecond), cfg.sessionTimeout/3)
 	open := int64(cfg.clients) - failed.Load()
-	for i := range cfg.pids {
-		res.RSSBefore += before[i].rss
-		res.RSSHeld += held[i].rss
-		res.CPUHeld += (after[i].cpu - held[i].cpu).Seconds()
-	}
-	if open > 0 && len(cfg.pids) > 0 {
-		res.RSSPerSession = float64(res.RSSHeld-res.RSSBefore) / float64(open)
-		res.CPUPerSessionSecond = res.CPUHeld / float64(open) / holdTime.Seconds() * 1e6
-	}
+	res.serverFigures(before, held, after, open, holdTime)
 	return res, nil
 }
 
@@ -395,25 +526,48 @@ func pingSessions(ctx context.Context, cfg config, sessions []atomic.Pointer[raw
 	}
 }
 
-// countExpired resumes each session the server disconnected: a refused
-// resumption is an expired session. It also returns the longest time
-// between two pings zkbench sent an expired session.
-func countExpired(cfg config, sessions []atomic.Pointer[rawSession]) (int64, time.Duration) {
+// countExpired counts the sessions that expired: those a resumption found
+// expired, and those the server disconnected (and -reconnect did not
+// resume) that the first server to answer refuses to resume now. It also
+// returns the longest time between two pings zkbench sent an expired
+// session.
+func countExpired(cfg config, h *holder) (int64, time.Duration) {
 	var n int64
 	var gap time.Duration
-	for i := range sessions {
-		s := sessions[i].Load()
+	for i := range h.sessions {
+		s := h.sessions[i].Load()
 		if s == nil || !s.closed.Load() {
 			continue
 		}
-		addr := cfg.servers[i%len(cfg.servers)]
-		r, err := openSession(addr, net.IPv4(127, 0, 0, 1), cfg.sessionTimeout, s.id, s.passwd, 0, cfg.root)
-		if errors.Is(err, errSessionRefused) {
+		expired := s.expired.Load()
+		for k := 0; k < len(cfg.servers) && !expired; k++ {
+			addr := cfg.servers[(s.server+k)%len(cfg.servers)]
+			r, err := openSession(addr, net.IPv4(127, 0, 0, 1), cfg.sessionTimeout, s.id, s.passwd, s.lastZxid.Load(), 0, cfg.root)
+			if err == nil {
+				r.nc.Close()
+				break
+			}
+			expired = errors.Is(err, errSessionRefused)
+		}
+		if expired {
 			n++
 			gap = max(gap, time.Duration(s.maxGap.Load()))
-		} else if err == nil {
-			r.nc.Close()
 		}
 	}
 	return n, gap
+}
+
+// serverFigures sets the servers' RSS and CPU figures from their samples
+// before the sessions, when held, and after the hold of holdTime, with
+// open sessions held.
+func (res *result) serverFigures(before, held, after []procSample, open int64, holdTime time.Duration) {
+	for i := range before {
+		res.RSSBefore += before[i].rss
+		res.RSSHeld += held[i].rss
+		res.CPUHeld += (after[i].cpu - held[i].cpu).Seconds()
+	}
+	if open > 0 && len(before) > 0 {
+		res.RSSPerSession = float64(res.RSSHeld-res.RSSBefore) / float64(open)
+		res.CPUPerSessionSecond = res.CPUHeld / float64(open) / holdTime.Seconds() * 1e6
+	}
 }
