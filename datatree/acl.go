@@ -42,13 +42,22 @@ type aclEntry struct {
 	refs int
 }
 
+// aclRef numbers an interned list in its cache: a node holds 4 bytes where
+// a pointer would take 8 (ZooKeeper's nodes likewise hold a long index).
+type aclRef uint32
+
+// noACL is no entry.
+const noACL = ^aclRef(0)
+
 // aclCache interns ACL lists by their encoding.
 type aclCache struct {
-	byKey map[string]*aclEntry
-	last  *aclEntry // fast path: the most recently interned list
+	byKey   map[string]aclRef
+	entries []*aclEntry // by ref; nil where free
+	free    []aclRef    // refs of nil entries, for reuse
+	last    aclRef      // fast path: the most recently interned list, or noACL
 }
 
-func newACLCache() aclCache { return aclCache{byKey: make(map[string]*aclEntry)} }
+func newACLCache() aclCache { return aclCache{byKey: make(map[string]aclRef), last: noACL} }
 
 func aclsEqual(a, b []jute.ACL) bool {
 	if len(a) != len(b) {
@@ -68,34 +77,56 @@ func aclKey(acls []jute.ACL) string {
 	return string(e.Bytes())
 }
 
+// get returns the entry numbered ref, which must be interned.
+func (c *aclCache) get(ref aclRef) *aclEntry { return c.entries[ref] }
+
 // intern returns the shared entry for acls with one more reference. acls is
 // copied if a new entry is made.
-func (c *aclCache) intern(acls []jute.ACL) *aclEntry {
-	if l := c.last; l != nil && l.refs > 0 && aclsEqual(l.acls, acls) {
-		l.refs++
-		return l
+func (c *aclCache) intern(acls []jute.ACL) aclRef {
+	if c.last != noACL {
+		if l := c.entries[c.last]; l.refs > 0 && aclsEqual(l.acls, acls) {
+			l.refs++
+			return c.last
+		}
 	}
 	key := aclKey(acls)
-	en := c.byKey[key]
-	if en == nil {
-		en = &aclEntry{acls: append([]jute.ACL(nil), acls...), key: key}
-		c.byKey[key] = en
+	ref, ok := c.byKey[key]
+	if !ok {
+		en := &aclEntry{acls: append([]jute.ACL(nil), acls...), key: key}
+		if n := len(c.free); n > 0 {
+			ref = c.free[n-1]
+			c.free = c.free[:n-1]
+			c.entries[ref] = en
+		} else {
+			ref = aclRef(len(c.entries))
+			c.entries = append(c.entries, en)
+		}
+		c.byKey[key] = ref
 	}
-	en.refs++
-	c.last = en
-	return en
+	c.entries[ref].refs++
+	c.last = ref
+	return ref
 }
 
+// retain adds a reference to an interned entry.
+func (c *aclCache) retain(ref aclRef) { c.entries[ref].refs++ }
+
 // release drops one reference and forgets the entry at zero.
-func (c *aclCache) release(en *aclEntry) {
+func (c *aclCache) release(ref aclRef) {
+	en := c.entries[ref]
 	en.refs--
 	if en.refs <= 0 {
 		delete(c.byKey, en.key)
-		if c.last == en {
-			c.last = nil
+		c.entries[ref] = nil
+		c.free = append(c.free, ref)
+		if c.last == ref {
+			c.last = noACL
 		}
 	}
 }
+
+// aclOf returns n's ACL list, shared: callers must not change it.
+func (t *Tree) aclOf(n *node) []jute.ACL { return t.acls.entries[n.acl].acls }
 
 // fixupACL validates acls and expands the "auth" scheme into the caller's
 // authenticated identities, as PrepRequestProcessor.fixupACL does:

@@ -37,17 +37,18 @@ func FromImages(cfg Config, lastZxid int64, nodes []NodeImage) (*Tree, error) {
 	t.lastZxid.Store(lastZxid)
 	byPath := make(map[string]*node, len(nodes))
 	mk := func(im *NodeImage, parent *node, name string) *node {
-		n := &node{parent: parent, name: name, data: im.Data, acl: t.acls.intern(im.ACL)}
+		n := &node{parent: parent, name: name, data: packData(im.Data), acl: t.acls.intern(im.ACL)}
 		n.stat = persisted{
 			czxid: im.Czxid, mzxid: im.Mzxid, pzxid: im.Pzxid,
 			ctime: im.Ctime, mtime: im.Mtime, ephemeralOwner: im.EphemeralOwner,
-			version: im.Version, cversion: im.Cversion, aversion: im.Aversion,
+			version: im.Version, cversion: im.Cversion,
 		}
+		n.aversion = im.Aversion
 		return n
 	}
 	t.root = mk(&nodes[0], nil, "")
-	if t.root.data == nil {
-		t.root.data = []byte{}
+	if im := &nodes[0]; im.Data == nil {
+		t.root.data = ""
 	}
 	t.nodes = 1
 	t.dataSize = int64(1 + len(t.root.data))
@@ -91,10 +92,10 @@ func (t *Tree) Images(visit func(im *NodeImage) error) error {
 			return
 		}
 		im := NodeImage{
-			Path: n.path(), Data: n.data, ACL: n.acl.acls,
+			Path: n.path(), Data: n.bytes(), ACL: t.aclOf(n),
 			Czxid: n.stat.czxid, Mzxid: n.stat.mzxid, Pzxid: n.stat.pzxid,
 			Ctime: n.stat.ctime, Mtime: n.stat.mtime, EphemeralOwner: n.stat.ephemeralOwner,
-			Version: n.stat.version, Cversion: n.stat.cversion, Aversion: n.stat.aversion,
+			Version: n.stat.version, Cversion: n.stat.cversion, Aversion: n.aversion,
 		}
 		err = visit(&im)
 	})

@@ -16,7 +16,7 @@ func (t *Tree) CheckInvariants() error {
 	defer t.mu.RUnlock()
 	nodes := 0
 	var size int64
-	aclRefs := make(map[*aclEntry]int)
+	aclRefs := make(map[aclRef]int)
 	eph := make(map[int64]int)
 	conts, ttls := 0, 0
 	var err error
@@ -32,8 +32,8 @@ func (t *Tree) CheckInvariants() error {
 		}
 		size += int64(len(p) + len(n.data))
 		aclRefs[n.acl]++
-		if n.children != nil && len(n.children) == 0 {
-			err = fmt.Errorf("datatree: %s: empty non-nil children map", p)
+		if n.kids != nil && n.kids.size() == 0 {
+			err = fmt.Errorf("datatree: %s: empty non-nil child set", p)
 			return
 		}
 		switch t.ephemeralType(n.stat.ephemeralOwner) {
@@ -52,19 +52,25 @@ func (t *Tree) CheckInvariants() error {
 			if _, ok := t.ephemerals[n.stat.ephemeralOwner][n]; !ok {
 				err = fmt.Errorf("datatree: %s: ephemeral not indexed", p)
 			}
-			if len(n.children) > 0 {
+			if n.kids.size() > 0 {
 				err = fmt.Errorf("datatree: %s: ephemeral has children", p)
 			}
 		}
 		if got := n.path(); got != p {
 			err = fmt.Errorf("datatree: node path %q, walked as %q", got, p)
 		}
-		for name, c := range n.children {
-			if c.name != name || c.parent != n {
+		held := 0
+		for c := range n.kids.all() {
+			held++
+			name := c.name
+			if c.parent != n || n.kids.get(name) != c {
 				err = fmt.Errorf("datatree: %s: child %q badly linked", p, name)
 				return
 			}
 			walk(c, path+"/"+name)
+		}
+		if held != n.kids.size() {
+			err = fmt.Errorf("datatree: %s: child set counts %d, holds %d", p, n.kids.size(), held)
 		}
 	}
 	walk(t.root, "")
@@ -88,11 +94,15 @@ func (t *Tree) CheckInvariants() error {
 	if len(t.ephemerals) != len(eph) {
 		return fmt.Errorf("datatree: %d sessions indexed, walked %d", len(t.ephemerals), len(eph))
 	}
-	for en, refs := range aclRefs {
+	for ref, refs := range aclRefs {
+		en := t.acls.get(ref)
+		if en == nil {
+			return fmt.Errorf("datatree: acl #%d used by %d nodes but free", ref, refs)
+		}
 		if en.refs != refs {
 			return fmt.Errorf("datatree: acl %v has %d refs, used %d times", en.acls, en.refs, refs)
 		}
-		if t.acls.byKey[en.key] != en {
+		if r, ok := t.acls.byKey[en.key]; !ok || r != ref {
 			return fmt.Errorf("datatree: acl %v not interned", en.acls)
 		}
 	}

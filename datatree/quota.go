@@ -123,7 +123,7 @@ func formatStatsTrack(m map[string]int64) string {
 func (w *writer) setDataInPlace(n *node, data []byte) {
 	t := w.t
 	old := n.data
-	n.data = data
+	n.data = packData(data)
 	t.dataSize += int64(len(data) - len(old))
 	if w.multi {
 		w.undo = append(w.undo, func() {
@@ -139,7 +139,7 @@ func (w *writer) quotaStat(prefix string, bytesDiff, countDiff int64) {
 	if n == nil {
 		return
 	}
-	m, ok := parseStatsTrack(string(n.data))
+	m, ok := parseStatsTrack(n.data)
 	if !ok {
 		return
 	}
@@ -164,7 +164,7 @@ func (w *writer) quotaRecount(prefix string) {
 			stack = stack[:len(stack)-1]
 			count++
 			bytes += int64(len(n.data))
-			for _, c := range n.children {
+			for c := range n.kids.all() {
 				stack = append(stack, c)
 			}
 		}
@@ -248,7 +248,8 @@ func (t *Tree) scanQuotas() map[string]struct{} {
 	for len(stack) > 0 {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for name, c := range it.n.children {
+		for c := range it.n.kids.all() {
+			name := c.name
 			if name == quotaLimitNode {
 				if target := quotaTarget(it.path); target != "" {
 					out[target] = struct{}{}
@@ -276,7 +277,7 @@ func (t *Tree) checkQuota(path string, bytesDiff, countDiff int64) error {
 	if ln == nil {
 		return nil
 	}
-	limits, ok := parseStatsTrack(string(ln.data))
+	limits, ok := parseStatsTrack(ln.data)
 	if !ok {
 		return nil
 	}
@@ -290,7 +291,7 @@ func (t *Tree) checkQuota(path string, bytesDiff, countDiff int64) error {
 	if sn == nil {
 		return nil
 	}
-	cur, ok := parseStatsTrack(string(sn.data))
+	cur, ok := parseStatsTrack(sn.data)
 	if !ok {
 		return nil
 	}

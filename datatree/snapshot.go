@@ -12,6 +12,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/zkd/zkd/jute"
 )
@@ -46,12 +47,12 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // walkBody emits the canonical body encoding in chunks.
 func (t *Tree) walkBody(emit func([]byte) error) error {
 	// Number ACL lists by first use in the walk.
-	aclIdx := make(map[*aclEntry]int32)
+	aclIdx := make(map[aclRef]int32)
 	var aclList []*aclEntry
 	t.forEachSorted(func(n *node) {
 		if _, ok := aclIdx[n.acl]; !ok {
 			aclIdx[n.acl] = int32(len(aclList))
-			aclList = append(aclList, n.acl)
+			aclList = append(aclList, t.acls.get(n.acl))
 		}
 	})
 	e := jute.NewEncoder(make([]byte, 0, 64<<10))
@@ -76,7 +77,7 @@ func (t *Tree) walkBody(emit func([]byte) error) error {
 			return
 		}
 		e.WriteString(n.name)
-		e.WriteBuffer(n.data)
+		e.WriteBuffer(n.bytes())
 		e.WriteInt(aclIdx[n.acl])
 		s := &n.stat
 		e.WriteLong(s.czxid)
@@ -87,8 +88,8 @@ func (t *Tree) walkBody(emit func([]byte) error) error {
 		e.WriteLong(s.ephemeralOwner)
 		e.WriteInt(s.version)
 		e.WriteInt(s.cversion)
-		e.WriteInt(s.aversion)
-		e.WriteInt(int32(len(n.children)))
+		e.WriteInt(n.aversion)
+		e.WriteInt(int32(n.kids.size()))
 		err = flush(false)
 	})
 	if err != nil {
@@ -115,18 +116,18 @@ func (t *Tree) forEachSorted(visit func(n *node)) {
 		n := f.kids[f.i]
 		f.i++
 		visit(n)
-		if len(n.children) > 0 {
+		if n.kids.size() > 0 {
 			stack = append(stack, frame{kids: sortedChildren(n)})
 		}
 	}
 }
 
 func sortedChildren(n *node) []*node {
-	if len(n.children) == 0 {
+	if n.kids.size() == 0 {
 		return nil
 	}
-	kids := make([]*node, 0, len(n.children))
-	for _, c := range n.children {
+	kids := make([]*node, 0, n.kids.size())
+	for c := range n.kids.all() {
 		kids = append(kids, c)
 	}
 	slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(a.name, b.name) })
@@ -242,7 +243,27 @@ func (s *snapReader) bytes() []byte {
 	return b.Bytes()
 }
 
-func (s *snapReader) string() string { return string(s.bytes()) }
+// string reads a buffer as a string, taking over the bytes read rather
+// than copying them.
+func (s *snapReader) string() string {
+	b := s.bytes()
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// data reads a node's data buffer in packData's form, without copying.
+func (s *snapReader) data() string {
+	b := s.bytes()
+	if b == nil {
+		return packData(nil)
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
 
 // ReadSnapshot rebuilds a tree written by WriteSnapshot, with LastZxid
 // restored and no watches. A truncated or damaged stream gives an error
@@ -287,12 +308,15 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 		}
 		acls = append(acls, list)
 	}
-	entries := make([]*aclEntry, len(acls))
+	entries := make([]aclRef, len(acls))
+	for i := range entries {
+		entries[i] = noACL
+	}
 
 	readNode := func(parent *node) (*node, int32) {
 		n := &node{parent: parent}
 		n.name = s.string()
-		n.data = s.bytes()
+		n.data = s.data()
 		idx := s.int32()
 		n.stat.czxid = s.int64()
 		n.stat.mzxid = s.int64()
@@ -302,7 +326,7 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 		n.stat.ephemeralOwner = s.int64()
 		n.stat.version = s.int32()
 		n.stat.cversion = s.int32()
-		n.stat.aversion = s.int32()
+		n.aversion = s.int32()
 		kids := s.int32()
 		if s.err != nil {
 			return nil, 0
@@ -311,10 +335,10 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 			s.fail("bad acl index %d", idx)
 			return nil, 0
 		}
-		if entries[idx] == nil {
+		if entries[idx] == noACL {
 			entries[idx] = t.acls.intern(acls[idx])
 		} else {
-			entries[idx].refs++
+			t.acls.retain(entries[idx])
 		}
 		n.acl = entries[idx]
 		if kids < 0 {
@@ -355,7 +379,7 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 			s.fail("bad node name %q", n.name)
 			break
 		}
-		if _, dup := f.n.children[n.name]; dup {
+		if f.n.kids.get(n.name) != nil {
 			s.fail("duplicate node %q", n.name)
 			break
 		}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/zkd/zkd/jute"
 )
@@ -69,24 +70,55 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// persisted is ZooKeeper's StatPersisted. cversion counts child creates.
+// persisted is ZooKeeper's StatPersisted but for aversion, which the node
+// keeps beside its ACL reference so that the node packs into 112 bytes.
+// cversion counts child creates.
 type persisted struct {
 	czxid, mzxid, pzxid int64
 	ctime, mtime        int64
 	ephemeralOwner      int64
 	version, cversion   int32
-	aversion            int32
 }
 
 // node is one znode. Its full path is not stored: it is the names on the
-// way up through parent.
+// way up through parent. The layout is sized for the allocator's 112-byte
+// class: data is a string (16 bytes, not a slice's 24; see packData) and
+// the ACL a 4-byte reference into the tree's cache.
 type node struct {
 	parent   *node
 	name     string
-	data     []byte
-	acl      *aclEntry
-	children map[string]*node // nil when there are none
+	data     string  // packData's encoding; read it with bytes
+	kids     *kidSet // nil when there are none
+	acl      aclRef
+	aversion int32 // StatPersisted's, kept out of stat for the packing
 	stat     persisted
+}
+
+// nilData marks data that is nil (ZooKeeper's null, a -1 length on the
+// wire and in snapshots) as opposed to empty.
+var nilData byte
+
+// packData copies b into the form a node keeps: nil becomes an empty
+// string pointing at nilData, anything else its bytes.
+func packData(b []byte) string {
+	if b == nil {
+		return unsafe.String(&nilData, 0)
+	}
+	return string(b)
+}
+
+// bytes returns the node's data without copying: the slice shares the
+// string's memory, which nothing writes to, and callers must not modify
+// it. Nil data gives nil and empty data a non-nil empty slice.
+func (n *node) bytes() []byte {
+	p := unsafe.StringData(n.data)
+	if p == &nilData {
+		return nil
+	}
+	if len(n.data) == 0 {
+		return []byte{}
+	}
+	return unsafe.Slice(p, len(n.data))
 }
 
 // Ephemeral owner encodings (EphemeralType).
@@ -156,13 +188,13 @@ type Tree struct {
 func New(cfg Config) *Tree {
 	t := newEmpty(cfg)
 	open := t.acls.intern(OpenACLUnsafe)
-	t.root = &node{data: []byte{}, acl: open}
+	t.root = &node{acl: open}
 	t.nodes = 1
 	t.dataSize = 1
 	zk := t.addInitial(t.root, "zookeeper", OpenACLUnsafe)
 	t.addInitial(zk, "quota", OpenACLUnsafe)
 	cfgNode := t.addInitial(zk, "config", ReadACLUnsafe)
-	cfgNode.stat.aversion = -1
+	cfgNode.aversion = -1
 	return t
 }
 
@@ -183,11 +215,11 @@ func newEmpty(cfg Config) *Tree {
 // addInitial links a system node without touching the parent's cversion,
 // as ZooKeeper's DataTree constructor does.
 func (t *Tree) addInitial(parent *node, name string, acl []jute.ACL) *node {
-	n := &node{parent: parent, name: name, data: []byte{}, acl: t.acls.intern(acl)}
-	if parent.children == nil {
-		parent.children = make(map[string]*node)
+	n := &node{parent: parent, name: name, acl: t.acls.intern(acl)}
+	if parent.kids == nil {
+		parent.kids = newKidSet(1)
 	}
-	parent.children[name] = n
+	parent.kids.add(n)
 	t.nodes++
 	t.dataSize += int64(len(n.path()))
 	return n
@@ -232,10 +264,7 @@ func (t *Tree) lookup(path string) *node {
 	rest := path[1:]
 	for {
 		seg, tail, more := strings.Cut(rest, "/")
-		if n.children == nil {
-			return nil
-		}
-		c := n.children[seg]
+		c := n.kids.get(seg)
 		if c == nil {
 			return nil
 		}
@@ -250,7 +279,7 @@ func (t *Tree) lookup(path string) *node {
 // clientStat is DataNode.copyStat: the reported cversion counts creates and
 // deletes (2*persisted - numChildren) and special owners read as 0.
 func (t *Tree) clientStat(n *node) jute.Stat {
-	nc := int32(len(n.children))
+	nc := int32(n.kids.size())
 	owner := n.stat.ephemeralOwner
 	if t.ephemeralType(owner) != typeNormal {
 		owner = 0
@@ -262,7 +291,7 @@ func (t *Tree) clientStat(n *node) jute.Stat {
 		Mtime:          n.stat.mtime,
 		Version:        n.stat.version,
 		Cversion:       n.stat.cversion*2 - nc,
-		Aversion:       n.stat.aversion,
+		Aversion:       n.aversion,
 		EphemeralOwner: owner,
 		DataLength:     int32(len(n.data)),
 		NumChildren:    nc,
@@ -281,7 +310,7 @@ func (t *Tree) GetData(path string, auth []jute.Id, w Watcher) ([]byte, jute.Sta
 	if n == nil {
 		return nil, jute.Stat{}, pathErr(ErrNoNode, path)
 	}
-	if !checkACL(n.acl.acls, jute.PermRead, auth) {
+	if !checkACL(t.aclOf(n), jute.PermRead, auth) {
 		return nil, jute.Stat{}, pathErr(ErrNoAuth, path)
 	}
 	if w != nil {
@@ -289,7 +318,7 @@ func (t *Tree) GetData(path string, auth []jute.Id, w Watcher) ([]byte, jute.Sta
 		t.dataW.add(path, w, modeStandard)
 		t.wmu.Unlock()
 	}
-	return n.data, t.clientStat(n), nil
+	return n.bytes(), t.clientStat(n), nil
 }
 
 // Exists returns the node's Stat. It checks no ACL. A non-nil w registers a
@@ -324,7 +353,7 @@ func (t *Tree) GetChildren(path string, auth []jute.Id, w Watcher) ([]string, ju
 	if n == nil {
 		return nil, jute.Stat{}, pathErr(ErrNoNode, path)
 	}
-	if !checkACL(n.acl.acls, jute.PermRead, auth) {
+	if !checkACL(t.aclOf(n), jute.PermRead, auth) {
 		return nil, jute.Stat{}, pathErr(ErrNoAuth, path)
 	}
 	if w != nil {
@@ -332,9 +361,9 @@ func (t *Tree) GetChildren(path string, auth []jute.Id, w Watcher) ([]string, ju
 		t.childW.add(path, w, modeStandard)
 		t.wmu.Unlock()
 	}
-	names := make([]string, 0, len(n.children))
-	for name := range n.children {
-		names = append(names, name)
+	names := make([]string, 0, n.kids.size())
+	for c := range n.kids.all() {
+		names = append(names, c.name)
 	}
 	slices.Sort(names)
 	return names, t.clientStat(n), nil
@@ -349,14 +378,14 @@ func (t *Tree) GetACL(path string, auth []jute.Id) ([]jute.ACL, jute.Stat, error
 	if n == nil {
 		return nil, jute.Stat{}, pathErr(ErrNoNode, path)
 	}
-	if !checkACL(n.acl.acls, jute.PermRead|jute.PermAdmin, auth) {
+	if !checkACL(t.aclOf(n), jute.PermRead|jute.PermAdmin, auth) {
 		return nil, jute.Stat{}, pathErr(ErrNoAuth, path)
 	}
 	st := t.clientStat(n)
-	if checkACL(n.acl.acls, jute.PermAdmin, auth) {
-		return slices.Clone(n.acl.acls), st, nil
+	if checkACL(t.aclOf(n), jute.PermAdmin, auth) {
+		return slices.Clone(t.aclOf(n)), st, nil
 	}
-	return redactDigests(n.acl.acls), st, nil
+	return redactDigests(t.aclOf(n)), st, nil
 }
 
 // GetEphemerals lists the ephemerals of session whose path starts with
@@ -388,7 +417,7 @@ func (t *Tree) GetAllChildrenNumber(path string, auth []jute.Id) (int32, error) 
 	if n == nil {
 		return 0, pathErr(ErrNoNode, path)
 	}
-	if !checkACL(n.acl.acls, jute.PermRead, auth) {
+	if !checkACL(t.aclOf(n), jute.PermRead, auth) {
 		return 0, pathErr(ErrNoAuth, path)
 	}
 	if n == t.root {
@@ -405,9 +434,9 @@ func (t *Tree) GetAllChildrenNumber(path string, auth []jute.Id) (int32, error) 
 	for len(stack) > 0 {
 		m := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		for _, c := range m.children {
+		for c := range m.kids.all() {
 			count++
-			if c.children != nil {
+			if c.kids != nil {
 				stack = append(stack, c)
 			}
 		}

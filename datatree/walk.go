@@ -73,7 +73,7 @@ func (t *Tree) SessionEphemeral(path string, auth []jute.Id) (jute.Stat, error) 
 		// A lock delay's tombstone: nobody holds it (tombstone.go).
 		return jute.Stat{}, pathErr(ErrNoNode, path)
 	}
-	if !checkACL(n.acl.acls, jute.PermRead, auth) {
+	if !checkACL(t.aclOf(n), jute.PermRead, auth) {
 		return jute.Stat{}, pathErr(ErrNoAuth, path)
 	}
 	return t.clientStat(n), nil

@@ -58,7 +58,7 @@ type writer struct {
 	trigBuf  [3]trigger
 	// releases are ACL references dropped by deletes inside a multi; they
 	// are released only when the multi commits.
-	releases []*aclEntry
+	releases []aclRef
 	// wrote lists the nodes written, for Config.Observer.Wrote once the
 	// write commits; kept only when that hook is set.
 	wrote []wroteNode
@@ -78,7 +78,7 @@ func (w *writer) noteWrite(path string, n int) {
 	}
 }
 
-func (w *writer) deferRelease(en *aclEntry) { w.releases = append(w.releases, en) }
+func (w *writer) deferRelease(ref aclRef) { w.releases = append(w.releases, ref) }
 
 // trigger is one watch trigger queued by a write; they run in order when
 // the write commits, so a failed multi consumes no one-shot watch.
@@ -292,7 +292,7 @@ func (t *Tree) DeleteExpired(tx *Txn, path string) error {
 	if n == nil {
 		return pathErr(ErrNoNode, path)
 	}
-	if len(n.children) > 0 {
+	if n.kids.size() > 0 {
 		return pathErr(ErrNotEmpty, path)
 	}
 	if !t.expired(n, tx.Time) {
@@ -304,7 +304,7 @@ func (t *Tree) DeleteExpired(tx *Txn, path string) error {
 
 // expired is ContainerManager's candidate test for one childless node.
 func (t *Tree) expired(n *node, now int64) bool {
-	if len(n.children) > 0 {
+	if n.kids.size() > 0 {
 		return false
 	}
 	switch t.ephemeralType(n.stat.ephemeralOwner) {
@@ -427,7 +427,7 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 	if parent == nil {
 		return "", jute.Stat{}, pathErr(ErrNoNode, parentPath)
 	}
-	if !checkACL(parent.acl.acls, jute.PermCreate, w.tx.Auth) {
+	if !checkACL(t.aclOf(parent), jute.PermCreate, w.tx.Auth) {
 		return "", jute.Stat{}, pathErr(ErrNoAuth, path)
 	}
 	if isSequentialMode(mode) {
@@ -440,7 +440,7 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 		return "", jute.Stat{}, pathErr(ErrNodeExists, path)
 	}
 	name := path[len(parentPath)+1:]
-	if _, exists := parent.children[name]; exists {
+	if parent.kids.get(name) != nil {
 		return "", jute.Stat{}, pathErr(ErrNodeExists, path)
 	}
 	if t.ephemeralType(parent.stat.ephemeralOwner) == typeNormal {
@@ -458,14 +458,11 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 	case isEphemeralMode(mode):
 		owner = w.tx.SessionID
 	}
-	var data []byte
-	if op.Data != nil {
-		data = append(make([]byte, 0, len(op.Data)), op.Data...)
-	}
+	data := op.Data
 	n := &node{
 		parent: parent,
 		name:   name,
-		data:   data,
+		data:   packData(data),
 		acl:    t.acls.intern(acl),
 		stat: persisted{
 			czxid: w.tx.Zxid, mzxid: w.tx.Zxid, pzxid: w.tx.Zxid,
@@ -488,11 +485,11 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 	}
 	st := t.clientStat(n)
 	w.quotaOnCreate(parentPath, name, path, len(data))
-	w.fire(&t.dataW, path, jute.EventNodeCreated, n.acl.acls, false)
+	w.fire(&t.dataW, path, jute.EventNodeCreated, t.aclOf(n), false)
 	if parentPath == "" {
 		parentPath = "/"
 	}
-	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, parent.acl.acls, false)
+	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, t.aclOf(parent), false)
 	w.noteWrite(path, len(path)+len(data))
 	return path, st, nil
 }
@@ -502,10 +499,10 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 // parent's stat.
 func (t *Tree) link(n *node, pathLen int) {
 	p := n.parent
-	if p.children == nil {
-		p.children = make(map[string]*node, 1)
+	if p.kids == nil {
+		p.kids = newKidSet(1)
 	}
-	p.children[n.name] = n
+	p.kids.add(n)
 	t.nodes++
 	t.dataSize += int64(pathLen + len(n.data))
 	t.index(n)
@@ -513,9 +510,9 @@ func (t *Tree) link(n *node, pathLen int) {
 
 func (t *Tree) unlink(n *node, pathLen int) {
 	p := n.parent
-	delete(p.children, n.name)
-	if len(p.children) == 0 {
-		p.children = nil
+	p.kids.remove(n)
+	if p.kids.size() == 0 {
+		p.kids = nil
 	}
 	t.nodes--
 	t.dataSize -= int64(pathLen + len(n.data))
@@ -565,7 +562,7 @@ func (w *writer) delete(path string, version int32) error {
 	if parent == nil {
 		return pathErr(ErrNoNode, parentPath)
 	}
-	if !checkACL(parent.acl.acls, jute.PermDelete, w.tx.Auth) {
+	if !checkACL(t.aclOf(parent), jute.PermDelete, w.tx.Auth) {
 		return pathErr(ErrNoAuth, path)
 	}
 	n := t.lookup(path)
@@ -575,7 +572,7 @@ func (w *writer) delete(path string, version int32) error {
 	if version != -1 && version != n.stat.version {
 		return pathErr(ErrBadVersion, path)
 	}
-	if len(n.children) > 0 {
+	if n.kids.size() > 0 {
 		return pathErr(ErrNotEmpty, path)
 	}
 	w.deleteNode(n, path)
@@ -595,7 +592,7 @@ func (w *writer) deleteNode(n *node, path string) {
 	if w.tx.Zxid > parent.stat.pzxid {
 		parent.stat.pzxid = w.tx.Zxid
 	}
-	acl := n.acl
+	acl, acls := n.acl, t.aclOf(n) // acls outlives the release below
 	if w.multi {
 		// Keep the reference until the multi commits; the undo step
 		// relinks the node, and commit releases below.
@@ -612,13 +609,13 @@ func (w *writer) deleteNode(n *node, path string) {
 	}
 	parentPath, _, _ := parentOf(path)
 	w.quotaOnDelete(parentPath, n.name, path, len(n.data))
-	w.fire(&t.dataW, path, jute.EventNodeDeleted, acl.acls, false)
-	w.fire(&t.childW, path, jute.EventNodeDeleted, acl.acls, true)
+	w.fire(&t.dataW, path, jute.EventNodeDeleted, acls, false)
+	w.fire(&t.childW, path, jute.EventNodeDeleted, acls, true)
 	w.noteWrite(path, len(path))
 	if parentPath == "" {
 		parentPath = "/"
 	}
-	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, parent.acl.acls, false)
+	w.fire(&t.childW, parentPath, jute.EventNodeChildrenChanged, t.aclOf(parent), false)
 }
 
 func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, error) {
@@ -633,7 +630,7 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 	if n == nil {
 		return jute.Stat{}, pathErr(ErrNoNode, path)
 	}
-	if !checkACL(n.acl.acls, jute.PermWrite, w.tx.Auth) {
+	if !checkACL(t.aclOf(n), jute.PermWrite, w.tx.Auth) {
 		return jute.Stat{}, pathErr(ErrNoAuth, path)
 	}
 	if err := t.checkQuota(path, int64(len(data)-len(n.data)), 0); err != nil {
@@ -643,10 +640,7 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 		return jute.Stat{}, pathErr(ErrBadVersion, path)
 	}
 	oldData, oldStat := n.data, n.stat
-	var nd []byte
-	if data != nil {
-		nd = append(make([]byte, 0, len(data)), data...)
-	}
+	nd := packData(data)
 	n.data = nd
 	n.stat.version++
 	n.stat.mtime = w.tx.Time
@@ -660,7 +654,7 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 	}
 	st := t.clientStat(n)
 	w.quotaOnSetData(path, len(nd)-len(oldData))
-	w.fire(&t.dataW, path, jute.EventNodeDataChanged, n.acl.acls, false)
+	w.fire(&t.dataW, path, jute.EventNodeDataChanged, t.aclOf(n), false)
 	w.noteWrite(path, len(path)+len(nd))
 	return st, nil
 }
@@ -681,16 +675,16 @@ func (w *writer) setACL(path string, acl []jute.ACL, aversion int32) (jute.Stat,
 	if n == nil {
 		return jute.Stat{}, pathErr(ErrNoNode, path)
 	}
-	if !checkACL(n.acl.acls, jute.PermAdmin, w.tx.Auth) {
+	if !checkACL(t.aclOf(n), jute.PermAdmin, w.tx.Auth) {
 		return jute.Stat{}, pathErr(ErrNoAuth, path)
 	}
-	if aversion != -1 && aversion != n.stat.aversion {
+	if aversion != -1 && aversion != n.aversion {
 		return jute.Stat{}, pathErr(ErrBadVersion, path)
 	}
 	old := n.acl
 	n.acl = t.acls.intern(fixed)
 	t.acls.release(old)
-	n.stat.aversion++
+	n.aversion++
 	return t.clientStat(n), nil
 }
 
@@ -703,7 +697,7 @@ func (w *writer) check(path string, version int32) error {
 	if n == nil {
 		return pathErr(ErrNoNode, path)
 	}
-	if !checkACL(n.acl.acls, jute.PermRead, w.tx.Auth) {
+	if !checkACL(t.aclOf(n), jute.PermRead, w.tx.Auth) {
 		return pathErr(ErrNoAuth, path)
 	}
 	if version != -1 && version != n.stat.version {
@@ -729,13 +723,10 @@ func (t *Tree) SetConfigData(tx *Txn, data []byte, checkAuth bool) (jute.Stat, e
 	if n == nil {
 		return jute.Stat{}, pathErr(ErrNoNode, ConfigPath)
 	}
-	if checkAuth && !checkACL(n.acl.acls, jute.PermWrite, tx.Auth) {
+	if checkAuth && !checkACL(t.aclOf(n), jute.PermWrite, tx.Auth) {
 		return jute.Stat{}, pathErr(ErrNoAuth, ConfigPath)
 	}
-	var nd []byte
-	if data != nil {
-		nd = append(make([]byte, 0, len(data)), data...)
-	}
+	nd := packData(data)
 	diff := len(nd) - len(n.data)
 	t.dataSize += int64(diff)
 	n.data = nd
@@ -743,6 +734,6 @@ func (t *Tree) SetConfigData(tx *Txn, data []byte, checkAuth bool) (jute.Stat, e
 	n.stat.mtime = tx.Time
 	n.stat.mzxid = tx.Zxid
 	w.quotaOnSetData(ConfigPath, diff)
-	w.fire(&t.dataW, ConfigPath, jute.EventNodeDataChanged, n.acl.acls, false)
+	w.fire(&t.dataW, ConfigPath, jute.EventNodeDataChanged, t.aclOf(n), false)
 	return t.clientStat(n), nil
 }
