@@ -95,6 +95,10 @@ type Store struct {
 	log       *zap.Logger
 	writeOpts *pebble.WriteOptions
 	chunkSize int
+	// cache is the database's block cache, emptied after each snapshot
+	// read (see snapshotReader.Close); cacheSize its capacity.
+	cache     *pebble.Cache
+	cacheSize int64
 
 	// logMu orders log writers against DeleteRange: StoreLogs holds it for
 	// reading (so concurrent appenders still share fsyncs), DeleteRange for
@@ -169,6 +173,8 @@ func Open(opts Options) (*Store, error) {
 		writeOpts: pebble.Sync,
 		chunkSize: opts.SnapshotChunkSize,
 		onAppend:  opts.OnAppend,
+		cache:     cache,
+		cacheSize: opts.CacheSize,
 	}
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
