@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -630,6 +631,15 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		sd := jute.NewDecoder(rec)
 		id := sd.ReadLong()
 		sessions[id] = sd.ReadInt()
+	}
+	if !f.started.Load() {
+		// At start nothing else allocates yet, and the tree being built
+		// is all live: a collection during the load would only mark it
+		// again (GOGC=100 re-marks about the final heap over the load).
+		// So collect nothing until it is built; the next allocation after
+		// the restore starts one collection in the background, which sets
+		// the usual target.
+		defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	}
 	tree, err := datatree.ReadSnapshot(br, f.treeCfg)
 	if err != nil {
