@@ -13,7 +13,7 @@ TEST_TIMEOUT ?= 20m
 FUZZTIME ?= 30s
 BENCHTIME ?= 200ms
 
-.PHONY: all build deps vet test test-go test-unit test-compat bench bench-vs-zk scale diff-long fuzz run clean
+.PHONY: all build deps vet test test-go test-unit test-compat bench bench-vs-zk bench-10m scale diff-long fuzz run clean
 
 all: build
 
@@ -62,6 +62,11 @@ bench:
 ## bench-vs-zk: zkbench against zkd and ZooKeeper 3.8 side by side
 bench-vs-zk: build
 	bash scripts/bench-vs-zookeeper.sh
+
+## bench-10m: 10M znodes imported, served and restarted by zkd, no
+## ZooKeeper (long, ~6 GB of memory; not in CI)
+bench-10m:
+	ZKD_MIGRATE_ZK=off ZKD_MIGRATE_NODES=10000000 nice -n 10 $(GO) test -run '^$$' -bench Migrate -benchtime 1x -timeout 90m ./compat/migrate/
 
 ## scale: idle sessions held on zkd and ZooKeeper 3.8 (long; not in CI)
 scale:
