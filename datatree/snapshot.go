@@ -178,10 +178,27 @@ func (t *Tree) Digest() uint64 {
 
 // snapReader reads the snapshot's fields, hashing what it reads.
 type snapReader struct {
-	r   *bufio.Reader
-	crc hash.Hash32
-	err error
-	buf [8]byte
+	r    *bufio.Reader
+	crc  hash.Hash32
+	err  error
+	buf  [8]byte
+	read int64 // bytes read so far
+	// presized counts the children that child sets were sized for ahead
+	// of reading them (see presize).
+	presized int64
+}
+
+// presize gives n, which the snapshot says has k children, a child set of
+// their size before they are read, sparing the growth steps (whose
+// garbage would stay resident after a load). A corrupt count must not
+// make it allocate without bound, so the children sized ahead stay below
+// 4 per byte read plus 2^20.
+func (s *snapReader) presize(n *node, k int32) {
+	if s.presized+int64(k) > 4*s.read+1<<20 {
+		return
+	}
+	s.presized += int64(k)
+	n.kids = newKidSet(int(k))
 }
 
 func (s *snapReader) fail(format string, args ...any) {
@@ -198,6 +215,7 @@ func (s *snapReader) full(p []byte) {
 		s.fail("%v", err)
 		return
 	}
+	s.read += int64(len(p))
 	s.crc.Write(p)
 }
 
@@ -239,6 +257,7 @@ func (s *snapReader) bytes() []byte {
 		s.fail("%v", err)
 		return nil
 	}
+	s.read += int64(n)
 	s.crc.Write(b.Bytes())
 	return b.Bytes()
 }
@@ -363,6 +382,9 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 		plen int // length of n's path, 0 for the root
 		left int32
 	}
+	if kids > 0 {
+		s.presize(root, kids)
+	}
 	stack := []frame{{root, 0, kids}}
 	for len(stack) > 0 && s.err == nil {
 		f := &stack[len(stack)-1]
@@ -386,6 +408,7 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 		plen := f.plen + 1 + len(n.name)
 		t.link(n, plen)
 		if k > 0 {
+			s.presize(n, k)
 			stack = append(stack, frame{n, plen, k})
 		}
 	}
