@@ -22,12 +22,18 @@ type configState struct {
 	mzxid   int64
 }
 
-func readConfig(t *testing.T, addr string) configState {
+func connect(t *testing.T, addr string) *zk.Conn {
 	t.Helper()
 	c, _, err := zk.Connect([]string{addr}, 15*time.Second, zk.WithLogger(quietLogger{}))
 	if err != nil {
 		t.Fatalf("connect %s: %v", addr, err)
 	}
+	return c
+}
+
+func readConfig(t *testing.T, addr string) configState {
+	t.Helper()
+	c := connect(t, addr)
 	defer c.Close()
 	data, st, err := c.Get("/zookeeper/config")
 	if err != nil {
@@ -45,10 +51,7 @@ func readConfig(t *testing.T, addr string) configState {
 // createOn creates a node through addr and returns its czxid.
 func createOn(t *testing.T, addr string) int64 {
 	t.Helper()
-	c, _, err := zk.Connect([]string{addr}, 15*time.Second, zk.WithLogger(quietLogger{}))
-	if err != nil {
-		t.Fatalf("connect %s: %v", addr, err)
-	}
+	c := connect(t, addr)
 	defer c.Close()
 	if _, err := c.Create("/epoch", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("create /epoch on %s: %v", addr, err)
