@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -64,6 +65,9 @@ func (s *Summary) Observe(v int64) {
 		s.mu.next = (s.mu.next + 1) % window
 	}
 }
+
+// ObserveSince records the milliseconds elapsed since start.
+func (s *Summary) ObserveSince(start time.Time) { s.Observe(time.Since(start).Milliseconds()) }
 
 // Reset forgets every observation (srst, crst).
 func (s *Summary) Reset() {
