@@ -148,6 +148,12 @@ type Config struct {
 	// ReadOnlyMode (readonlymode.enabled) lets a member that lost the
 	// quorum serve read-only clients.
 	ReadOnlyMode bool
+	// ReconfigEnabled (reconfigEnabled) versions the initial
+	// configuration as ZooKeeper 3.8 does with reconfig on: the first
+	// leader gives /zookeeper/config the version <its term>00000000
+	// (100000000 on a fresh ensemble), where it keeps version 0 with
+	// reconfig off.
+	ReconfigEnabled bool
 	// PeerTLS, when set (sslQuorum=true), secures the quorum and election
 	// ports with mutual TLS. Default nil: plaintext.
 	PeerTLS PeerTLS

@@ -96,8 +96,10 @@
 //
 // Every member bootstraps raft with the server.N lines of its own zoo.cfg
 // when it has no raft state, and a new leader writes that membership into
-// /zookeeper/config (ZooKeeper's text, ending in version=0) through the
-// log when the node is empty. Each member dials the others by the
+// /zookeeper/config (ZooKeeper's text, ending in version=0, or with
+// reconfigEnabled version=<its term>00000000 as ZooKeeper 3.8 versions a
+// static configuration with its first epoch's zxid) through the log when
+// the node is empty. Each member dials the others by the
 // addresses of its own zoo.cfg, so members may reach each other through
 // proxies or NAT. Dynamic reconfig (op 16, gated by reconfigEnabled and,
 // through the node's ACL, the super user) is a log entry decided on apply

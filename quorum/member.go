@@ -125,6 +125,9 @@ func (m *Member) openNode(nc zab.Config, trans raft.Transport) (*zab.Node, error
 	nc.LeaderLeaseTimeout = t.LeaderLeaseTimeout
 	nc.CommitTimeout = t.CommitTimeout
 	nc.ConfigData = ConfigData(cfg.Peers, 0)
+	if cfg.ReconfigEnabled {
+		nc.ConfigAt = func(version int64) []byte { return ConfigData(cfg.Peers, version) }
+	}
 	return zab.Open(nc)
 }
 

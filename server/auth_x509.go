@@ -37,7 +37,14 @@ func (c *conn) secureHandshake() bool {
 	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.s.cfg.sessionlessTimeout())
 	defer cancel()
-	if err := tc.HandshakeContext(ctx); err != nil {
+	c.s.zm.outstandingHandshakes.Add(1)
+	err := tc.HandshakeContext(ctx)
+	c.s.zm.outstandingHandshakes.Add(-1)
+	if err != nil {
+		// As ZooKeeper's, a failed handshake also counts as a failed
+		// authentication.
+		c.s.zm.unsuccessfulHandshake.Inc()
+		c.s.stats.authFailed.Add(1)
 		c.logger().Warn("TLS handshake failed, closing connection", zap.Error(err))
 		return false
 	}

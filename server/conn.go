@@ -384,6 +384,7 @@ func (c *conn) handshake() bool {
 		}
 		resp.ReadOnly = true
 	} else if id == 0 {
+		c.s.zm.prepQueued.Inc()
 		fut := c.s.b.Submit(&zab.Request{Op: jute.OpCreateSession, Timeout: timeout})
 		select {
 		case <-fut.Done():
@@ -528,6 +529,7 @@ func (c *conn) readOne() bool {
 		c.prepare(sl, body)
 	}
 	last := sl.closeAfter // the completer may set it too: read it before pushing
+	c.s.zm.notePrepared(sl.start)
 	if !c.push(sl) || !c.holdReads(sl.xid) {
 		return false
 	}
@@ -803,6 +805,8 @@ func (c *conn) account(sl *slot, zxid int64) {
 // any reader can see their write, so a client sees an event before a reply
 // showing the change.
 func (c *conn) execRead(sl *slot) {
+	began := time.Now()
+	defer c.s.zm.readFinal.ObserveSince(began)
 	path, all, hold := watchHold(sl.req)
 	if hold {
 		c.out.Lock()

@@ -30,6 +30,9 @@ type ZKMetrics struct {
 	batchSize, flushTime         *zkmetrics.Summary
 	propagation, snapLoad        *zkmetrics.Summary
 	dbInit, txnsLoad, txnsLoaded *zkmetrics.Summary
+	unavailable, leaderUnavail   *zkmetrics.Summary
+	syncQueued                   *zkmetrics.Counter
+	writeFinal                   *zkmetrics.Summary
 	// Leader figures: proposal sizes (-1 until the first, as ZooKeeper's
 	// BufferStats) and when leadership began (unix ns; 0: not leading).
 	lastProposal, minProposal, maxProposal atomic.Int64
@@ -48,6 +51,13 @@ type ZKMetrics struct {
 	// Sizes of replies sent, without their length prefix, as ZooKeeper's
 	// BufferStats: -1 until the first.
 	lastResponse, minResponse, maxResponse atomic.Int64
+
+	// The pipeline's stages under ZooKeeper's processor names: the
+	// reader (prep), a read's execution (final); and the TLS handshakes.
+	prepQueued            *zkmetrics.Counter
+	prepTime, readFinal   *zkmetrics.Summary
+	unsuccessfulHandshake *zkmetrics.Counter
+	outstandingHandshakes atomic.Int64
 }
 
 // NewZKMetrics returns empty figures.
@@ -67,6 +77,9 @@ func NewZKMetrics() *ZKMetrics {
 	m.connectionDrops = r.Counter("connection_drop_count", "Connections the client closed (end of stream on read).")
 	m.sessionlessExpired = r.Counter("sessionless_connections_expired", "Connections closed for sending no connect request within the session timeout.")
 	m.sessionsExpired = r.Counter("stale_sessions_expired", "Sessions this member expired as leader (or standalone) for missing their timeout.")
+	m.prepQueued = r.Counter("prep_processor_request_queued", "Requests read from clients and handed to the pipeline (connect requests and pings included).")
+	m.syncQueued = r.Counter("sync_processor_request_queued", "Log entries of the node's own (requests, session expiries, housekeeping) stored in this member's log.")
+	m.unsuccessfulHandshake = r.Counter("unsuccessful_handshake", "TLS handshakes with clients that failed.")
 	m.fsync = r.Summary("fsynctime", "Duration of each fsync of the log's write-ahead log, in ms.", false)
 	m.snapshot = r.Summary("snapshottime", "Duration of each snapshot, in ms.", false)
 	m.election = r.Summary("election_time", "Time an ensemble member went without a leader, in ms.", false)
@@ -78,6 +91,11 @@ func NewZKMetrics() *ZKMetrics {
 	m.txnsLoad = r.Summary("startup_txns_load_time", "Time from loading the snapshot at start until the log it held was applied, in ms.", false)
 	m.txnsLoaded = r.Summary("startup_txns_loaded", "Log entries replayed at start on top of the snapshot.", false)
 	m.quorumAck = r.Summary("quorum_ack_latency", "Time from the leader proposing a request to its commit and apply, in ms.", true)
+	m.prepTime = r.Summary("prep_process_time", "Time from reading a request to handing it to the pipeline (decoded, checked, a write given to the log), in ms.", false)
+	m.unavailable = r.Summary("unavailable_time", "Time an ensemble member went without a leader, in ms.", false)
+	m.leaderUnavail = r.Summary("leader_unavailable_time", "Time without a leader that ended with this member leading, in ms.", false)
+	m.readFinal = r.Summary("read_final_proc_time_ms", "Time to execute a read against the tree and queue its reply, in ms.", true)
+	m.writeFinal = r.Summary("write_final_proc_time_ms", "Time to apply a request entry to the tree and wake its waiter, in ms.", true)
 	m.readLatency = r.Summary("readlatency", "Latency of requests that are not log entries, in ms.", true)
 	m.updateLatency = r.Summary("updatelatency", "Latency of writes through the log, in ms.", true)
 	m.watchFired = map[int32]*zkmetrics.Summary{
@@ -137,7 +155,22 @@ func (m *ZKMetrics) Observer() zab.Observer {
 		},
 		ElectionStarted: m.looking.Inc,
 		ElectionDone:    func(d time.Duration) { m.election.Observe(d.Milliseconds()) },
+		Unavailable: func(d time.Duration, leading bool) {
+			m.unavailable.Observe(d.Milliseconds())
+			if leading {
+				m.leaderUnavail.Observe(d.Milliseconds())
+			}
+		},
+		CommandsStored: func(n int) { m.syncQueued.Add(int64(n)) },
+		RequestApplied: func(d time.Duration) { m.writeFinal.Observe(d.Milliseconds()) },
 	}
+}
+
+// notePrepared records one request handed to the pipeline, read at
+// start: prep_processor_request_queued and prep_process_time.
+func (m *ZKMetrics) notePrepared(start time.Time) {
+	m.prepQueued.Inc()
+	m.prepTime.ObserveSince(start)
 }
 
 // reset clears the registry's counters and summaries and the reply sizes.
@@ -283,6 +316,7 @@ func (s *Server) registerMonitor() {
 	}))
 	g("outstanding_requests", "Requests received and not yet answered.", always(func() float64 { return float64(max(s.stats.outstanding.Load(), 0)) }))
 	g("znode_count", "Number of znodes.", treeInt(func() int64 { return int64(s.b.Tree().NodeCount()) }))
+	g("outstanding_tls_handshake", "TLS handshakes with clients in progress.", always(func() float64 { return float64(s.zm.outstandingHandshakes.Load()) }))
 	g("global_sessions", "Number of sessions.", always(func() float64 { return float64(s.globalSessions()) }))
 	g("local_sessions", "Number of local sessions: always 0, zkd has none (ZooKeeper's localSessionsEnabled off).", always(func() float64 { return 0 }))
 	g("packets_sent", "Client packets sent.", always(func() float64 { return float64(s.stats.packetsSent.Load()) }))

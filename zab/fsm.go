@@ -175,10 +175,17 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		if f.observer.Propagated != nil {
 			f.observer.Propagated(time.Since(time.UnixMilli(e.time)))
 		}
+		var began time.Time
+		if f.observer.RequestApplied != nil {
+			began = time.Now()
+		}
 		res := f.applyRequest(tree, zxid, e)
 		tree.NoteZxid(zxid)
 		if f.onApplied != nil {
 			f.onApplied(e.origin, e.seq, res)
+		}
+		if f.observer.RequestApplied != nil {
+			f.observer.RequestApplied(time.Since(began))
 		}
 	case kindExpire:
 		for _, id := range e.sessions {

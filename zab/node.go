@@ -99,6 +99,12 @@ type Config struct {
 	// tree holds something else proposes it. Nil leaves the node alone, as
 	// standalone ZooKeeper does.
 	ConfigData []byte
+	// ConfigAt, when set, renders ConfigData with another version: the
+	// leader that fills an empty /zookeeper/config then proposes
+	// ConfigAt(term<<32), the zxid its term starts at, as ZooKeeper 3.8's
+	// first leader versions a static configuration with its epoch's
+	// first zxid when reconfig is enabled (ZOOKEEPER-1783).
+	ConfigAt func(version int64) []byte
 	// Reconfig computes the new /zookeeper/config data of a reconfig
 	// request (op 16) from the current data, with the entry's zxid as the
 	// version. It runs on the apply goroutine of every member and must be
@@ -764,7 +770,16 @@ func (n *Node) ensureConfig() {
 		if err != nil || len(cur) > 0 || bytes.Equal(cur, n.cfg.ConfigData) {
 			return
 		}
-		n.propose(&entry{kind: kindSetConfig, config: n.cfg.ConfigData})
+		data := n.cfg.ConfigData
+		if n.cfg.ConfigAt != nil {
+			term, err := strconv.ParseUint(n.raft.Stats()["term"], 10, 32)
+			if err != nil {
+				n.log.Warn("/zookeeper/config not versioned: raft term unknown", zap.Error(err))
+			} else {
+				data = n.cfg.ConfigAt(int64(term << 32))
+			}
+		}
+		n.propose(&entry{kind: kindSetConfig, config: data})
 	}()
 }
 

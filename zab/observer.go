@@ -64,6 +64,18 @@ type Observer struct {
 	// ElectionDone gets, when a leader is known again, how long this
 	// member went without one.
 	ElectionDone func(time.Duration)
+	// Unavailable gets the same period as ElectionDone, with whether this
+	// member is the leader that ended it (ZooKeeper's unavailable_time and
+	// leader_unavailable_time).
+	Unavailable func(d time.Duration, leading bool)
+	// CommandsStored gets, after each append to this member's log, how
+	// many of the stored entries are the node's own commands (requests,
+	// session expiries, configuration and housekeeping entries: what
+	// ZooKeeper's SyncRequestProcessor logs as txns), on every member.
+	CommandsStored func(n int)
+	// RequestApplied gets, for each request entry applied here, the time
+	// applying it to the tree took, waking its waiter included.
+	RequestApplied func(time.Duration)
 }
 
 // noteProposed tells the observer about a proposal of size bytes.
@@ -85,6 +97,9 @@ func (n *Node) noteAppended(entries, commands int, took time.Duration) {
 	if n.cfg.Observer.Appended != nil {
 		n.cfg.Observer.Appended(entries, took)
 	}
+	if commands > 0 && n.cfg.Observer.CommandsStored != nil {
+		n.cfg.Observer.CommandsStored(commands)
+	}
 	if commands > 0 && !n.leading.Load() && n.cfg.Observer.ProposalReceived != nil {
 		n.cfg.Observer.ProposalReceived(commands)
 	}
@@ -94,8 +109,17 @@ func (n *Node) noteAppended(entries, commands int, took time.Duration) {
 // time from losing a leader (or from start) to knowing one again.
 func (n *Node) observeElections() {
 	o := n.cfg.Observer
-	if o.ElectionStarted == nil && o.ElectionDone == nil {
+	if o.ElectionStarted == nil && o.ElectionDone == nil && o.Unavailable == nil {
 		return
+	}
+	self := raft.ServerID(strconv.FormatInt(n.cfg.MyID, 10))
+	done := func(d time.Duration, leader raft.ServerID) {
+		if o.ElectionDone != nil {
+			o.ElectionDone(d)
+		}
+		if o.Unavailable != nil {
+			o.Unavailable(d, leader == self)
+		}
 	}
 	ch := make(chan raft.Observation, 16)
 	obs := raft.NewObserver(ch, false, func(ob *raft.Observation) bool {
@@ -114,9 +138,7 @@ func (n *Node) observeElections() {
 		if _, id := n.raft.LeaderWithID(); id != "" {
 			// Elected before the observer was registered.
 			looking = false
-			if o.ElectionDone != nil {
-				o.ElectionDone(time.Since(n.opened))
-			}
+			done(time.Since(n.opened), id)
 		}
 		for {
 			select {
@@ -132,9 +154,7 @@ func (n *Node) observeElections() {
 					}
 				case lo.LeaderID != "" && looking:
 					looking = false
-					if o.ElectionDone != nil {
-						o.ElectionDone(time.Since(since))
-					}
+					done(time.Since(since), lo.LeaderID)
 				}
 			}
 		}

@@ -154,6 +154,7 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	}
 	qc.TickTime, qc.InitLimit, qc.SyncLimit = c.TickTime, c.InitLimit, c.SyncLimit
 	qc.ReadOnlyMode = c.propBool("readonlymode.enabled")
+	qc.ReconfigEnabled = c.ReconfigEnabled
 	if err = quorumTLS(c, &qc, log); err != nil {
 		return qc, nc, sc, err
 	}

@@ -139,6 +139,11 @@ func checkValues(t *testing.T, got map[string]string) {
 			atLeast{role, "zk_connection_request_count", 1},
 			atLeast{role, "zk_max_client_response_size", 16}, // a reply header at least
 			atLeast{role, "zk_response_bytes", 45 * 20},
+			// The workload's connect, 23 writes and 22 reads pass the
+			// reader (prep); its 22 reads are executed here (final).
+			atLeast{role, "zk_prep_processor_request_queued", 46},
+			atLeast{role, "zk_cnt_prep_process_time", 46},
+			atLeast{role, "zk_cnt_read_final_proc_time_ms", 22},
 		)
 	}
 	for _, role := range roles {
@@ -147,6 +152,9 @@ func checkValues(t *testing.T, got map[string]string) {
 			atLeast{role, "zk_znode_count", 23},
 			atLeast{role, "zk_cnt_sync_processor_batch_size", 1},
 			atLeast{role, "zk_cnt_propagation_latency", 23},
+			// Every member logs and applies the 23 writes.
+			atLeast{role, "zk_sync_processor_request_queued", 23},
+			atLeast{role, "zk_cnt_write_final_proc_time_ms", 23},
 		)
 	}
 	checks = append(checks,
@@ -159,6 +167,9 @@ func checkValues(t *testing.T, got map[string]string) {
 		atLeast{"follower", "zk_learner_proposal_received_count", 23},
 		atLeast{"follower", "zk_cnt_election_time", 1},
 		atLeast{"follower", "zk_looking_count", 1},
+		atLeast{"leader", "zk_cnt_unavailable_time", 1},
+		atLeast{"leader", "zk_cnt_leader_unavailable_time", 1},
+		atLeast{"follower", "zk_cnt_unavailable_time", 1},
 	)
 	for _, c := range checks {
 		if n := num(c.role, c.key); n < c.min {
@@ -168,6 +179,17 @@ func checkValues(t *testing.T, got map[string]string) {
 	for _, k := range []string{"zk_commit_count", "zk_proposal_count", "zk_learner_commit_received_count"} {
 		if n := num("standalone", k); n != 0 {
 			t.Errorf("standalone: %s = %d; standalone ZooKeeper makes no proposals and reports 0", k, n)
+		}
+	}
+	// ZooKeeper 3.8 counts a period without a leader on every member that
+	// went looking, as leader_unavailable_time only on the one elected;
+	// a standalone server never looks.
+	for _, c := range []struct{ role, key string }{
+		{"standalone", "zk_cnt_unavailable_time"}, {"standalone", "zk_cnt_leader_unavailable_time"},
+		{"follower", "zk_cnt_leader_unavailable_time"},
+	} {
+		if n := num(c.role, c.key); n != 0 {
+			t.Errorf("%s: %s = %d, ZooKeeper 3.8 answers 0", c.role, c.key, n)
 		}
 	}
 	if p50, p999 := num("standalone", "zk_p50_updatelatency"), num("standalone", "zk_p999_updatelatency"); p50 > p999 {

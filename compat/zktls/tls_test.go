@@ -273,6 +273,12 @@ func TestIntegration_TLSRefusals(t *testing.T) {
 					t.Fatalf("good client after %s: %v", name, err)
 				}
 			}
+			// Each refused handshake is counted, by ZooKeeper 3.8 as a
+			// failed authentication too, and none is left outstanding
+			// but the idle client's.
+			awaitMntr(t, s, "zk_unsuccessful_handshake", func(n int64) bool { return n >= int64(len(bad)) })
+			awaitMntr(t, s, "zk_auth_failed_count", func(n int64) bool { return n >= int64(len(bad)) })
+			awaitMntr(t, s, "zk_outstanding_tls_handshake", func(n int64) bool { return n <= 1 })
 			// Plaintext on the TLS port: a ConnectRequest frame gets no answer.
 			if err := zkproc.Handshake(secure, 5*time.Second); err == nil {
 				t.Error("plaintext handshake on the secure port succeeded")
@@ -286,6 +292,30 @@ func TestIntegration_TLSRefusals(t *testing.T) {
 			}
 		})
 	}
+}
+
+// awaitMntr waits until mntr's key on s satisfies ok, and fails the test
+// with the last value if it does not within 30s (the server counts a
+// refused handshake after the client has seen it fail).
+func awaitMntr(t *testing.T, s *zkproc.Server, key string, ok func(int64) bool) {
+	t.Helper()
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		out, err := s.FourLetter("mntr")
+		if err != nil {
+			t.Fatalf("mntr: %v", err)
+		}
+		last = ""
+		for _, l := range strings.Split(out, "\n") {
+			if k, v, found := strings.Cut(l, "\t"); found && k == key {
+				last = v
+			}
+		}
+		if n, err := strconv.ParseInt(last, 10, 64); err == nil && ok(n) {
+			return
+		}
+	}
+	t.Errorf("%s: mntr %s = %q", s.Kind, key, last)
 }
 
 // tlsRoundTrip dials with conf and reads, returning the first error: a

@@ -2,6 +2,7 @@ package zkmetrics
 
 import (
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -137,5 +138,36 @@ updatelatency_count 10
 	}
 	if b.String() != want {
 		t.Errorf("exposition:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// TestSummaryConcurrent: observations from many goroutines at once are
+// all counted, with the exact sum, min, max and a full window.
+func TestSummaryConcurrent(t *testing.T) {
+	r := NewRegistry()
+	s := r.Summary("x", "", true)
+	const workers, each = 8, 1000
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				s.Observe(int64(w*each + i + 1))
+			}
+		}()
+	}
+	wg.Wait()
+	const n = workers * each
+	sn := s.Snapshot()
+	if sn.Count != n || sn.Sum != n*(n+1)/2 || sn.Min != 1 || sn.Max != n {
+		t.Errorf("snapshot %+v, want count %d sum %d min 1 max %d", sn, n, n*(n+1)/2, n)
+	}
+	if got := len(s.window()); got != window {
+		t.Errorf("window holds %d values, want %d", got, window)
+	}
+	s.Reset()
+	if sn := s.Snapshot(); sn.Count != 0 || sn.Min != 0 || sn.Max != 0 || len(s.window()) != 0 {
+		t.Errorf("after Reset: %+v, window %d", sn, len(s.window()))
 	}
 }
