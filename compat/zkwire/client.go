@@ -59,6 +59,9 @@ type Options struct {
 	LastZxidSeen int64
 	// ReadOnly, when not nil, sends the optional readOnly byte.
 	ReadOnly *bool
+	// DialConn, when not nil, opens the connection instead of a plain
+	// TCP dial (a TLS dial, say).
+	DialConn func(addr string) (net.Conn, error)
 }
 
 // ErrClosed is returned by calls on a closed or broken connection.
@@ -71,7 +74,11 @@ func Dial(addr string, o Options) (*Client, error) {
 	if o.Timeout == 0 {
 		o.Timeout = 10 * time.Second
 	}
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	dial := o.DialConn
+	if dial == nil {
+		dial = func(addr string) (net.Conn, error) { return net.DialTimeout("tcp", addr, 5*time.Second) }
+	}
+	conn, err := dial(addr)
 	if err != nil {
 		return nil, err
 	}
