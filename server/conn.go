@@ -906,12 +906,10 @@ func (c *conn) read(sl *slot) (jute.Record, error) {
 		}
 		return &jute.ErrorResponse{}, t.AddWatch(r.Path, c, r.Mode)
 	case *jute.SetWatches:
-		t.SetWatches(r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches, nil, nil, c)
-		return nil, nil
+		return nil, c.setWatches(t, r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches, []string{}, []string{})
 	case *jute.SetWatches2:
-		t.SetWatches(r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches,
-			r.PersistentWatches, r.PersistentRecursiveWatches, c)
-		return nil, nil
+		return nil, c.setWatches(t, r.RelativeZxid, r.DataWatches, r.ExistWatches, r.ChildWatches,
+			r.PersistentWatches, r.PersistentRecursiveWatches)
 	case *jute.MultiRequest:
 		return c.multiRead(t, r), nil
 	case nil:
@@ -920,6 +918,24 @@ func (c *conn) read(sl *slot) (jute.Record, error) {
 		}
 	}
 	return nil, fmt.Errorf("server: no read handler for op %d", sl.op)
+}
+
+// setWatches sets the watch lists of a setWatches or setWatches2 in their
+// order up to the first null one (a vector of length -1), and answers
+// MarshallingError when there is one: ZooKeeper walks the lists in this
+// order and fails on a null list after setting the lists before it.
+func (c *conn) setWatches(t *datatree.Tree, relZxid int64, lists ...[]string) error {
+	var err error
+	for i, l := range lists {
+		if l == nil && err == nil {
+			err = jute.CodeMarshallingError
+		}
+		if err != nil {
+			lists[i] = nil
+		}
+	}
+	t.SetWatches(relZxid, lists[0], lists[1], lists[2], lists[3], lists[4], c)
+	return err
 }
 
 // validWatcherType reports whether typ is a WatcherType ZooKeeper can

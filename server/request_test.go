@@ -298,7 +298,7 @@ func TestSetWatchesCatchUp(t *testing.T) {
 	c := dialRaw(t, ts.addr)
 	c.session()
 	c.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/sw", Acl: openACL}, &jute.CreateResponse{})
-	c.send(jute.XidSetWatches, jute.OpSetWatches, &jute.SetWatches{RelativeZxid: 0, DataWatches: []string{"/sw", "/gone"}})
+	c.send(jute.XidSetWatches, jute.OpSetWatches, &jute.SetWatches{RelativeZxid: 0, DataWatches: []string{"/sw", "/gone"}, ExistWatches: []string{}, ChildWatches: []string{}})
 	var got []string
 	for range 3 {
 		b := c.mustFrame()
