@@ -115,6 +115,14 @@ type step struct {
 
 func multi(ops ...jute.MultiOp) []byte { return jute.Encode(&jute.MultiRequest{Ops: ops}) }
 
+// multiAtMax is a multi of one create of /big whose frame (request header
+// included) is maxBuf bytes.
+func multiAtMax() []byte {
+	req := &jute.CreateRequest{Path: "/big", Acl: openACL}
+	req.Data = make([]byte, maxBuf-8-len(multi(jute.MultiOp{Type: jute.OpCreate, Req: req})))
+	return multi(jute.MultiOp{Type: jute.OpCreate, Req: req})
+}
+
 // frameOf returns a request frame whose length prefix declares n bytes
 // and which carries the first send of them (a header of xid 1 and setData,
 // then zeros).
@@ -165,6 +173,69 @@ func TestIntegration_ProtocolCorners(t *testing.T) {
 			{jute.OpDeleteContainer, jute.Encode(&jute.DeleteRequest{Path: "/missing"}), "err=-8 fresh zxid body="},
 			{jute.OpDeleteContainer, nil, "err=-8 fresh zxid body="},
 			{jute.OpDelete, jute.Encode(&jute.DeleteRequest{Path: "/box", Version: -1}), "err=0 fresh zxid body="},
+		}, end: serving},
+		// ZooKeeper 3.8 closes the connection after the Unimplemented
+		// reply of an opcode it does not know, but sometimes answers one
+		// more request first, so the end of these is not compared.
+		{name: "notification opcode answers Unimplemented", steps: []step{{jute.OpNotification, nil, "err=-6 same zxid body="}}, end: ""},
+		{name: "error opcode answers Unimplemented", steps: []step{{jute.OpError, nil, "err=-6 same zxid body="}}, end: ""},
+		{name: "unknown opcode 999 answers Unimplemented", steps: []step{{999, nil, "err=-6 same zxid body="}}, end: ""},
+		{name: "unknown opcode 127 with a body answers Unimplemented", steps: []step{{127, []byte{1, 2, 3, 4}, "err=-6 same zxid body="}}, end: ""},
+		{name: "ping with a body is answered", steps: []step{{jute.OpPing, []byte("garbage"), "err=0 same zxid body="}}, end: serving},
+		{name: "setAuth with a garbage body closes cleanly", steps: []step{{jute.OpAuth, []byte{0, 0, 0}, "connection " + closed}}, end: closed},
+		{name: "setWatches with null lists answers MarshallingError", steps: []step{
+			{jute.OpSetWatches, jute.Encode(&jute.SetWatches{}), "err=-5 same zxid body="},
+		}, end: serving},
+		{name: "setWatches with a null list after set ones answers MarshallingError", steps: []step{
+			{jute.OpSetWatches, jute.Encode(&jute.SetWatches{RelativeZxid: 1 << 62, DataWatches: []string{"/"}, ExistWatches: []string{"/missing"}}), "err=-5 same zxid body="},
+		}, end: serving},
+		{name: "setWatches keeps the watches of the lists before a null one", steps: []step{
+			// The create is answered after the NodeCreated event of /w.
+			{jute.OpSetWatches, jute.Encode(&jute.SetWatches{RelativeZxid: 1 << 62, DataWatches: []string{}, ExistWatches: []string{"/w"}}), "err=-5 same zxid body="},
+			{jute.OpCreate, jute.Encode(&jute.CreateRequest{Path: "/w", Acl: openACL}), "err=0 same zxid body=0000000100000003000000022f77"},
+			{jute.OpDelete, jute.Encode(&jute.DeleteRequest{Path: "/w", Version: -1}), "err=0 fresh zxid body=000000022f77"},
+		}, end: serving},
+		{name: "setWatches with lists is answered", steps: []step{
+			{jute.OpSetWatches, jute.Encode(&jute.SetWatches{RelativeZxid: 1 << 62, DataWatches: []string{"/"}, ExistWatches: []string{"/missing"}, ChildWatches: []string{"/"}}), "err=0 same zxid body="},
+		}, end: serving},
+		{name: "setWatches2 with null lists answers MarshallingError", steps: []step{
+			{jute.OpSetWatches2, jute.Encode(&jute.SetWatches2{}), "err=-5 same zxid body="},
+		}, end: serving},
+		{name: "setWatches2 with a null persistent list answers MarshallingError", steps: []step{
+			{jute.OpSetWatches2, jute.Encode(&jute.SetWatches2{RelativeZxid: 1 << 62, DataWatches: []string{"/"}, ExistWatches: []string{}, ChildWatches: []string{}, PersistentRecursiveWatches: []string{"/"}}), "err=-5 same zxid body="},
+		}, end: serving},
+		{name: "setWatches2 with lists is answered", steps: []step{
+			{jute.OpSetWatches2, jute.Encode(&jute.SetWatches2{RelativeZxid: 1 << 62, DataWatches: []string{"/"}, ExistWatches: []string{}, ChildWatches: []string{}, PersistentWatches: []string{}, PersistentRecursiveWatches: []string{"/"}}), "err=0 same zxid body="},
+		}, end: serving},
+		{name: "multi with getChildren2 answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpGetChildren2, Req: &jute.GetChildren2Request{Path: "/"}}), "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with exists answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpExists, Req: &jute.ExistsRequest{Path: "/"}}), "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with sync answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpSync, Req: &jute.SyncRequest{Path: "/"}}), "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with ping answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpPing}), "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with auth answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpAuth, Req: &jute.AuthPacket{Scheme: "digest", Auth: []byte("u:p")}}), "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with closeSession answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpCloseSession}), "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with setWatches answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpSetWatches, Req: &jute.SetWatches{}}), "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with reconfig answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpReconfig, Req: &jute.ReconfigRequest{CurConfigId: -1}}), "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with setACL answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpSetACL, Req: &jute.SetACLRequest{Path: "/", Acl: openACL, Version: -1}}), "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with a truncated body answers MarshallingError through the log", steps: []step{{jute.OpMulti, multi(create)[:12], "err=-5 fresh zxid body="}}, end: serving},
+		{name: "multi with create2 creates", steps: []step{
+			{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpCreate2, Req: &jute.CreateRequest{Path: "/c2", Acl: openACL}}), "err=0 fresh zxid body=000000010000000000000000032f6332ffffffff01ffffffff"},
+			{jute.OpDelete, jute.Encode(&jute.DeleteRequest{Path: "/c2", Version: -1}), "err=0 fresh zxid body="},
+		}, end: serving},
+		{name: "multi with createTTL answers Unimplemented per op when TTLs are off", steps: []step{
+			{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpCreateTTL, Req: &jute.CreateTTLRequest{Path: "/ttl", Acl: openACL, Flags: 5, Ttl: 1000}}), "err=0 fresh zxid body=ffffffff00fffffffafffffffaffffffff01ffffffff"},
+		}, end: serving},
+		{name: "multi with createContainer answers per op", steps: []step{
+			{jute.OpMulti, multi(jute.MultiOp{Type: jute.OpCreateContainer, Req: &jute.CreateRequest{Path: "/missing/box", Acl: openACL, Flags: jute.ModeContainer}}), "err=0 fresh zxid body=ffffffff00ffffff9bffffff9bffffffff01ffffffff"},
+		}, end: serving},
+		{name: "multiRead with getChildren2 answers MarshallingError", steps: []step{
+			{jute.OpMultiRead, multi(jute.MultiOp{Type: jute.OpGetChildren2, Req: &jute.GetChildren2Request{Path: "/"}}), "err=-5 same zxid body="},
+		}, end: serving},
+		{name: "multiRead with exists answers MarshallingError", steps: []step{
+			{jute.OpMultiRead, multi(jute.MultiOp{Type: jute.OpExists, Req: &jute.ExistsRequest{Path: "/"}}), "err=-5 same zxid body="},
+		}, end: serving},
+		{name: "multi create of a frame at jute.maxbuffer is served", steps: []step{
+			{jute.OpMulti, multiAtMax(), "err=0 fresh zxid body=000000010000000000000000042f626967ffffffff01ffffffff"},
+			{jute.OpDelete, jute.Encode(&jute.DeleteRequest{Path: "/big", Version: -1}), "err=0 fresh zxid body="},
 		}, end: serving},
 		{name: "frame at jute.maxbuffer is served", steps: []step{
 			{jute.OpSetData, jute.Encode(&jute.SetDataRequest{Path: "/missing", Data: make([]byte, atMax), Version: -1}), "err=-101 fresh zxid body="},
