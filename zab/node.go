@@ -65,6 +65,14 @@ type Config struct {
 	// is code, the same on every member; it must be set when LockDelayMs
 	// is, and on every member of an ensemble whose leader may have it.
 	LockName func(name string) bool
+	// NoBootstrap leaves a member with an empty data directory without a
+	// raft configuration (zoo.cfg zkd.bootstrap=false). It never starts an
+	// election on its own: it waits until a member that has state — one
+	// seeded by zkd import or zkd follow — wins its vote and installs that
+	// state by raft. Without it, empty members bootstrap the zoo.cfg
+	// membership and two of them could elect a leader without the seeded
+	// state. Ignored once the directory holds state.
+	NoBootstrap bool
 	// NoSync skips fsync: tests only, never in production.
 	NoSync bool
 	// Logger receives the node's, raft's and Pebble's logs.
@@ -305,7 +313,11 @@ func Open(cfg Config) (*Node, error) {
 		st.Close()
 		return nil, fmt.Errorf("zab: inspect state in %s: %w", cfg.Dir, err)
 	}
-	if !has {
+	switch {
+	case !has && cfg.NoBootstrap && !n.standalone:
+		cfg.Logger.Info("empty data directory and zkd.bootstrap=false: waiting for a member with state to send it by raft; this member starts no election until then",
+			zap.String("dir", cfg.Dir))
+	case !has:
 		conf := raft.Configuration{Servers: servers}
 		if err := raft.BootstrapCluster(rc, st, st, snaps, transport, conf); err != nil {
 			st.Close()

@@ -199,6 +199,7 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	}
 	nc.ContainerMaxPerMinute = int(perMinute)
 	nc.LockDelayMs, nc.LockName = c.LockDelay.Milliseconds(), lockview.IsLockName
+	nc.NoBootstrap = c.NoBootstrap
 	if c.SnapCount > 0 {
 		nc.SnapshotThreshold = uint64(c.SnapCount)
 	}

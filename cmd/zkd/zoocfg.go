@@ -45,6 +45,9 @@ type zooCfg struct {
 
 	// LockDelay is zkd.lockDelayMs (docs/fencing.md, "Lock delay"); 0 is off.
 	LockDelay time.Duration
+	// NoBootstrap is zkd.bootstrap=false: an empty member waits for a
+	// seeded one to send it the state by raft (docs/migration.md).
+	NoBootstrap bool
 	// Props holds system properties by full name ("zookeeper.extendedTypesEnabled",
 	// "jute.maxbuffer", "readonlymode.enabled", …).
 	Props map[string]string
@@ -254,6 +257,12 @@ func (c *zooCfg) set(key, val string) error {
 		return boolean(&c.StandaloneEnabled)
 	case "portUnification":
 		return boolean(&c.QuorumPortUnification)
+	case "zkd.bootstrap":
+		var b bool
+		if err := boolean(&b); err != nil {
+			return err
+		}
+		c.NoBootstrap = !b
 	case "zkd.lockDelayMs":
 		if err := ms(&c.LockDelay); err != nil {
 			return err

@@ -61,6 +61,7 @@ func TestParseZooCfg(t *testing.T) {
 		"jute.maxbuffer=4096",
 		"server.1=127.0.0.1:2888:3888;2181",
 		"zkd.lockDelayMs=1500",
+		"zkd.bootstrap=false",
 	}, "\n")
 	if err := os.WriteFile(cfg, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
@@ -75,6 +76,9 @@ func TestParseZooCfg(t *testing.T) {
 	}
 	if c.LockDelay != 1500*time.Millisecond {
 		t.Errorf("zkd.lockDelayMs = %v, want 1.5s", c.LockDelay)
+	}
+	if !c.NoBootstrap {
+		t.Errorf("zkd.bootstrap=false did not set NoBootstrap")
 	}
 	if c.MaxSessionTimeout != 9*time.Second || c.MinSessionTimeout != 0 {
 		t.Errorf("session timeouts = %v/%v", c.MinSessionTimeout, c.MaxSessionTimeout)
@@ -113,6 +117,7 @@ func TestParseZooCfgErrors(t *testing.T) {
 		{"bad number", "dataDir=/tmp\ntickTime=abc\n", "tickTime=abc"},
 		{"bad bool", "dataDir=/tmp\nadmin.enableServer=maybe\n", "admin.enableServer"},
 		{"bad server id", "dataDir=/tmp\nserver.x=a:1:2\n", "server.x"},
+		{"bad bootstrap", "dataDir=/tmp\nzkd.bootstrap=maybe\n", "zkd.bootstrap"},
 		{"negative lock delay", "dataDir=/tmp\nzkd.lockDelayMs=-1\n", "zkd.lockDelayMs=-1: must not be negative"},
 	}
 	for _, tt := range tests {

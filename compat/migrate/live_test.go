@@ -830,8 +830,8 @@ func stopZooKeeper(t *testing.T, zs []*zkproc.Server) {
 }
 
 // TestIntegration_LiveMigrationIntoEnsemble forms a three-member zkd
-// ensemble from one follower, as docs/migration.md says: the follower's
-// data dir is copied to the other members before any starts. A go-zk
+// ensemble from one follower, as docs/migration.md says: the other members
+// start empty with zkd.bootstrap=false and catch up through raft. A go-zk
 // session with an ephemeral node moves to the ensemble with it, and every
 // member serves the followed tree.
 func TestIntegration_LiveMigrationIntoEnsemble(t *testing.T) {
@@ -865,11 +865,15 @@ func TestIntegration_LiveMigrationIntoEnsemble(t *testing.T) {
 	f.waitOutput(t, regexp.MustCompile(fmt.Sprintf(`zxid 0x%x `, last.Mzxid)), time.Minute)
 	stopZooKeeper(t, zs)
 	f.cutover(t)
+	// The other members start empty with zkd.bootstrap=false: they wait
+	// for the follower's member to win their votes and send them its state
+	// by raft (a snapshot install), and start no election of their own.
 	for _, m := range members[1:] {
-		copyTree(t, filepath.Join(members[0].DataDir, "zkd"), filepath.Join(m.DataDir, "zkd"))
-		b, err := os.ReadFile(filepath.Join(members[0].DataDir, "zkd.followed"))
+		f, err := os.OpenFile(m.CfgPath, os.O_APPEND|os.O_WRONLY, 0)
 		must(t, err)
-		must(t, os.WriteFile(filepath.Join(m.DataDir, "zkd.followed"), b, 0o644))
+		_, err = f.WriteString("zkd.bootstrap=false\n")
+		must(t, err)
+		must(t, f.Close())
 	}
 	zkproc.RestartAll(t, members)
 
@@ -895,25 +899,6 @@ func TestIntegration_LiveMigrationIntoEnsemble(t *testing.T) {
 			t.Errorf("member %s: /app %q mzxid 0x%x children %v, %s owner 0x%x (%v)", m.Addr, data, st.Mzxid, kids, eph, est.EphemeralOwner, err)
 		}
 	}
-}
-
-// copyTree copies the directory src to dst.
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	must(t, filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	}))
 }
 
 func waitSessionWithin(c *zk.Conn, d time.Duration) {
