@@ -863,6 +863,12 @@ func TestIntegration_LiveMigrationIntoEnsemble(t *testing.T) {
 	last, err := c.Set("/app", []byte("y"), -1)
 	must(t, err)
 	f.waitOutput(t, regexp.MustCompile(fmt.Sprintf(`zxid 0x%x `, last.Mzxid)), time.Minute)
+	// Watches set on ZooKeeper before the cutover: go-zk re-sets them on
+	// zkd when it reconnects (setWatches), and they fire there.
+	_, _, dataW, err := c.GetW("/app")
+	must(t, err)
+	_, _, kidsW, err := c.ChildrenW("/app")
+	must(t, err)
 	stopZooKeeper(t, zs)
 	f.cutover(t)
 	// The other members start empty with zkd.bootstrap=false: they wait
@@ -886,6 +892,7 @@ func TestIntegration_LiveMigrationIntoEnsemble(t *testing.T) {
 	if n1, n2 := eph[len(eph)-10:], next[len(next)-10:]; n2 <= n1 {
 		t.Errorf("lock node %s after %s", next, eph)
 	}
+	awaitEvent(t, kidsW, zk.EventNodeChildrenChanged, "/app")
 	for _, m := range members {
 		mc := connect(t, m.Addr)
 		_, err := mc.Sync("/app")
@@ -898,6 +905,22 @@ func TestIntegration_LiveMigrationIntoEnsemble(t *testing.T) {
 		if string(data) != "y" || st.Mzxid != last.Mzxid || len(kids) != 2 || err != nil || est.EphemeralOwner != id {
 			t.Errorf("member %s: /app %q mzxid 0x%x children %v, %s owner 0x%x (%v)", m.Addr, data, st.Mzxid, kids, eph, est.EphemeralOwner, err)
 		}
+	}
+	_, err = connect(t, members[1].Addr).Set("/app", []byte("z"), -1)
+	must(t, err)
+	awaitEvent(t, dataW, zk.EventNodeDataChanged, "/app")
+}
+
+// awaitEvent waits for a watch set before the cutover to fire on zkd.
+func awaitEvent(t *testing.T, ch <-chan zk.Event, typ zk.EventType, path string) {
+	t.Helper()
+	select {
+	case ev := <-ch:
+		if ev.Type != typ || ev.Path != path {
+			t.Errorf("watch set on ZooKeeper fired on zkd as %v %s, want %v %s", ev.Type, ev.Path, typ, path)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("watch on %s set on ZooKeeper before the cutover did not fire on zkd (%v) within 30s", path, typ)
 	}
 }
 
