@@ -2,11 +2,9 @@ package datatree
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"hash/fnv"
 	"io"
@@ -176,13 +174,18 @@ func (t *Tree) Digest() uint64 {
 	return h.Sum64()
 }
 
-// snapReader reads the snapshot's fields, hashing what it reads.
+// snapReader reads the snapshot's fields through its own buffer, hashing
+// what it reads a buffer at a time (a checksum update and a read call per
+// field cost about a third of a load).
 type snapReader struct {
-	r    *bufio.Reader
-	crc  hash.Hash32
-	err  error
-	buf  [8]byte
-	read int64 // bytes read so far
+	r        io.Reader
+	in       []byte // buffered input: in[pos:end] is unread
+	pos, end int
+	hashed   int    // in[hashed:pos] is read but not yet in crc
+	crc      uint32 // Castagnoli CRC of the bytes read before in[hashed:]
+	err      error
+	buf      [8]byte
+	read     int64 // bytes read so far
 	// scratch holds a node's name until its data's length is known.
 	scratch []byte
 	// presized counts the children that child sets were sized for ahead
@@ -209,16 +212,50 @@ func (s *snapReader) fail(format string, args ...any) {
 	}
 }
 
+// full fills p with the next bytes.
 func (s *snapReader) full(p []byte) {
 	if s.err != nil {
 		return
 	}
-	if _, err := io.ReadFull(s.r, p); err != nil {
-		s.fail("%v", err)
+	if len(p) <= s.end-s.pos {
+		copy(p, s.in[s.pos:])
+		s.pos += len(p)
+		s.read += int64(len(p))
 		return
 	}
-	s.read += int64(len(p))
-	s.crc.Write(p)
+	for len(p) > 0 {
+		if s.pos == s.end && !s.fill() {
+			return
+		}
+		k := copy(p, s.in[s.pos:s.end])
+		s.pos += k
+		s.read += int64(k)
+		p = p[k:]
+	}
+}
+
+// sum hashes the bytes read so far and returns their checksum.
+func (s *snapReader) sum() uint32 {
+	s.crc = crc32.Update(s.crc, castagnoli, s.in[s.hashed:s.pos])
+	s.hashed = s.pos
+	return s.crc
+}
+
+// fill hashes the bytes read, then refills the empty buffer; at the end
+// of the input it fails.
+func (s *snapReader) fill() bool {
+	s.sum()
+	s.pos, s.end, s.hashed = 0, 0, 0
+	n, err := io.ReadAtLeast(s.r, s.in, 1)
+	if n == 0 {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		s.fail("%v", err)
+		return false
+	}
+	s.end = n
+	return true
 }
 
 func (s *snapReader) int32() int32 {
@@ -258,14 +295,14 @@ func (s *snapReader) body(dst []byte, n int32) []byte {
 	}
 	// Grow as bytes arrive so a corrupt length cannot force a huge
 	// allocation up front.
-	b := bytes.NewBuffer(dst)
-	if _, err := io.CopyN(b, s.r, int64(n)); err != nil {
-		s.fail("%v", err)
-		return dst
+	for left := int(n); left > 0 && s.err == nil; {
+		k := min(left, 64<<10)
+		dst = slices.Grow(dst, k)
+		s.full(dst[len(dst) : len(dst)+k])
+		dst = dst[:len(dst)+k]
+		left -= k
 	}
-	s.read += int64(n)
-	s.crc.Write(b.Bytes()[len(dst):])
-	return b.Bytes()
+	return dst
 }
 
 // string reads a length-prefixed buffer as a string; -1 gives "".
@@ -302,7 +339,7 @@ func (s *snapReader) nameData() nameData {
 // restored and no watches. A truncated or damaged stream gives an error
 // wrapping ErrCorruptSnapshot.
 func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
-	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.New(castagnoli)}
+	s := &snapReader{r: r, in: make([]byte, 64<<10)}
 	var hdr [16]byte
 	s.full(hdr[:])
 	if s.err != nil {
@@ -427,10 +464,11 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	want := s.crc.Sum32()
+	want := s.sum()
 	var tail [4]byte
-	if _, err := io.ReadFull(s.r, tail[:]); err != nil {
-		return nil, fmt.Errorf("%w: missing checksum: %v", ErrCorruptSnapshot, err)
+	s.full(tail[:])
+	if s.err != nil {
+		return nil, fmt.Errorf("missing checksum: %w", s.err)
 	}
 	if got := binary.BigEndian.Uint32(tail[:]); got != want {
 		return nil, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorruptSnapshot, got, want)
