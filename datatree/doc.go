@@ -47,9 +47,10 @@
 // does not recount quota statistics (ZooKeeper's setupQuota does), so that
 // restored members agree with the others.
 //
-// Memory: a znode is one 112-byte node (parent pointer, name, data as a
-// string, a 4-byte reference into the interned ACL lists, the persisted
-// stat) plus its name and data; a node's full path is derived from its
+// Memory: a znode is one 96-byte node (parent pointer, a pointer to its
+// name and data, which share one allocation, with their two 4-byte
+// lengths, a 4-byte reference into the interned ACL lists, the persisted
+// stat) plus that allocation; a node's full path is derived from its
 // parents, and its children are a kidSet (a list up to eight, then an
 // open-addressing table of node pointers) rather than a map. Watches live
 // in the watch tables, never in nodes. BenchmarkZnodeMemory measures the

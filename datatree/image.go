@@ -37,7 +37,7 @@ func FromImages(cfg Config, lastZxid int64, nodes []NodeImage) (*Tree, error) {
 	t.lastZxid.Store(lastZxid)
 	byPath := make(map[string]*node, len(nodes))
 	mk := func(im *NodeImage, parent *node, name string) *node {
-		n := &node{parent: parent, name: name, data: packData(im.Data), acl: t.acls.intern(im.ACL)}
+		n := &node{parent: parent, nd: makeNameData(name, im.Data), acl: t.acls.intern(im.ACL)}
 		n.stat = persisted{
 			czxid: im.Czxid, mzxid: im.Mzxid, pzxid: im.Pzxid,
 			ctime: im.Ctime, mtime: im.Mtime, ephemeralOwner: im.EphemeralOwner,
@@ -48,10 +48,10 @@ func FromImages(cfg Config, lastZxid int64, nodes []NodeImage) (*Tree, error) {
 	}
 	t.root = mk(&nodes[0], nil, "")
 	if im := &nodes[0]; im.Data == nil {
-		t.root.data = ""
+		t.root.setData([]byte{})
 	}
 	t.nodes = 1
-	t.dataSize = int64(1 + len(t.root.data))
+	t.dataSize = int64(1 + t.root.dataLen())
 	byPath["/"] = t.root
 	for i := 1; i < len(nodes); i++ {
 		im := &nodes[i]

@@ -30,7 +30,7 @@ func (t *Tree) CheckInvariants() error {
 		if p == "" {
 			p = "/"
 		}
-		size += int64(len(p) + len(n.data))
+		size += int64(len(p) + n.dataLen())
 		aclRefs[n.acl]++
 		if n.kids != nil && n.kids.size() == 0 {
 			err = fmt.Errorf("datatree: %s: empty non-nil child set", p)
@@ -62,7 +62,7 @@ func (t *Tree) CheckInvariants() error {
 		held := 0
 		for c := range n.kids.all() {
 			held++
-			name := c.name
+			name := c.name()
 			if c.parent != n || n.kids.get(name) != c {
 				err = fmt.Errorf("datatree: %s: child %q badly linked", p, name)
 				return

@@ -67,7 +67,7 @@ func (k *kidSet) get(name string) *node {
 	}
 	if !k.hashed {
 		for _, c := range k.slots {
-			if c.name == name {
+			if c.name() == name {
 				return c
 			}
 		}
@@ -79,7 +79,7 @@ func (k *kidSet) get(name string) *node {
 		if c == nil {
 			return nil
 		}
-		if c.name == name {
+		if c.name() == name {
 			return c
 		}
 	}
@@ -119,7 +119,7 @@ func (k *kidSet) add(c *node) {
 // put places c in the table's first free slot from its home.
 func (k *kidSet) put(c *node) {
 	mask := len(k.slots) - 1
-	i := int(kidHash(c.name)) & mask
+	i := int(kidHash(c.name())) & mask
 	for k.slots[i] != nil {
 		i = (i + 1) & mask
 	}
@@ -156,7 +156,7 @@ func (k *kidSet) remove(c *node) {
 		return
 	}
 	mask := len(k.slots) - 1
-	i := int(kidHash(c.name)) & mask
+	i := int(kidHash(c.name())) & mask
 	for k.slots[i] != c {
 		if k.slots[i] == nil {
 			return
@@ -166,7 +166,7 @@ func (k *kidSet) remove(c *node) {
 	// Backward-shift deletion: pull later entries of the probe run into
 	// the hole unless their home lies cyclically after it.
 	for j := (i + 1) & mask; k.slots[j] != nil; j = (j + 1) & mask {
-		home := int(kidHash(k.slots[j].name)) & mask
+		home := int(kidHash(k.slots[j].name())) & mask
 		if (j-home)&mask >= (j-i)&mask {
 			k.slots[i] = k.slots[j]
 			i = j

@@ -39,8 +39,8 @@ func TestKidSet(t *testing.T) {
 				held := 0
 				for c := range k.all() {
 					held++
-					if model[c.name] != c {
-						t.Fatalf("%s: holds %q, not in the model", step, c.name)
+					if model[c.name()] != c {
+						t.Fatalf("%s: holds %q, not in the model", step, c.name())
 					}
 				}
 				if held != len(model) {
@@ -56,12 +56,12 @@ func TestKidSet(t *testing.T) {
 				}
 			}
 			for i := 0; i < tc.peak; i++ {
-				c := &node{name: fmt.Sprintf("c%d", rng.Uint32())}
-				if model[c.name] != nil {
+				c := &node{nd: makeNameData(fmt.Sprintf("c%d", rng.Uint32()), nil)}
+				if model[c.name()] != nil {
 					continue
 				}
 				k.add(c)
-				model[c.name] = c
+				model[c.name()] = c
 				if i%97 == 0 || len(model) <= 2*minKidsTable {
 					check(fmt.Sprintf("add %d", i))
 				}
@@ -77,7 +77,7 @@ func TestKidSet(t *testing.T) {
 					break
 				}
 				k.remove(victim)
-				delete(model, victim.name)
+				delete(model, victim.name())
 				if len(model)%89 == 0 || len(model) <= 2*minKidsTable {
 					check(fmt.Sprintf("remove to %d", len(model)))
 				}
@@ -90,11 +90,12 @@ func TestKidSet(t *testing.T) {
 }
 
 // TestNodeData checks that nil, empty and other data keep their identity
-// through create, setData and a snapshot round trip, and that a node stays
-// in the allocator's 112-byte class.
+// (after the name they share an allocation with) through create, setData
+// and a snapshot round trip, and that a node stays
+// in the allocator's 96-byte class.
 func TestNodeData(t *testing.T) {
-	if sz := unsafe.Sizeof(node{}); sz != 112 {
-		t.Errorf("node is %d bytes, want 112", sz)
+	if sz := unsafe.Sizeof(node{}); sz != 96 {
+		t.Errorf("node is %d bytes, want 96", sz)
 	}
 	tests := []struct {
 		name string
@@ -103,6 +104,9 @@ func TestNodeData(t *testing.T) {
 		{"nil", nil},
 		{"empty", []byte{}},
 		{"bytes", []byte("lock-holder")},
+		// Past the snapshot reader's 64 KiB step, which grows as bytes
+		// arrive.
+		{"large", bytes.Repeat([]byte("0123456789abcdef"), 5000)},
 	}
 	h := newHarness(t, DefaultConfig())
 	for _, tc := range tests {

@@ -122,13 +122,13 @@ func formatStatsTrack(m map[string]int64) string {
 // a multi).
 func (w *writer) setDataInPlace(n *node, data []byte) {
 	t := w.t
-	old := n.data
-	n.data = packData(data)
-	t.dataSize += int64(len(data) - len(old))
+	old, oldLen := n.nd, n.dataLen()
+	n.setData(data)
+	t.dataSize += int64(len(data) - oldLen)
 	if w.multi {
 		w.undo = append(w.undo, func() {
-			t.dataSize -= int64(len(n.data) - len(old))
-			n.data = old
+			t.dataSize -= int64(n.dataLen() - oldLen)
+			n.nd = old
 		})
 	}
 }
@@ -139,7 +139,7 @@ func (w *writer) quotaStat(prefix string, bytesDiff, countDiff int64) {
 	if n == nil {
 		return
 	}
-	m, ok := parseStatsTrack(n.data)
+	m, ok := parseStatsTrack(n.data())
 	if !ok {
 		return
 	}
@@ -163,7 +163,7 @@ func (w *writer) quotaRecount(prefix string) {
 			n := stack[len(stack)-1]
 			stack = stack[:len(stack)-1]
 			count++
-			bytes += int64(len(n.data))
+			bytes += int64(n.dataLen())
 			for c := range n.kids.all() {
 				stack = append(stack, c)
 			}
@@ -249,7 +249,7 @@ func (t *Tree) scanQuotas() map[string]struct{} {
 		it := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for c := range it.n.kids.all() {
-			name := c.name
+			name := c.name()
 			if name == quotaLimitNode {
 				if target := quotaTarget(it.path); target != "" {
 					out[target] = struct{}{}
@@ -277,7 +277,7 @@ func (t *Tree) checkQuota(path string, bytesDiff, countDiff int64) error {
 	if ln == nil {
 		return nil
 	}
-	limits, ok := parseStatsTrack(ln.data)
+	limits, ok := parseStatsTrack(ln.data())
 	if !ok {
 		return nil
 	}
@@ -291,7 +291,7 @@ func (t *Tree) checkQuota(path string, bytesDiff, countDiff int64) error {
 	if sn == nil {
 		return nil
 	}
-	cur, ok := parseStatsTrack(sn.data)
+	cur, ok := parseStatsTrack(sn.data())
 	if !ok {
 		return nil
 	}

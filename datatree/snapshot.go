@@ -2,11 +2,9 @@ package datatree
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"hash/fnv"
 	"io"
@@ -76,7 +74,7 @@ func (t *Tree) walkBody(emit func([]byte) error) error {
 		if err != nil {
 			return
 		}
-		e.WriteString(n.name)
+		e.WriteString(n.name())
 		e.WriteBuffer(n.bytes())
 		e.WriteInt(aclIdx[n.acl])
 		s := &n.stat
@@ -130,7 +128,7 @@ func sortedChildren(n *node) []*node {
 	for c := range n.kids.all() {
 		kids = append(kids, c)
 	}
-	slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(kids, func(a, b *node) int { return strings.Compare(a.name(), b.name()) })
 	return kids
 }
 
@@ -176,13 +174,20 @@ func (t *Tree) Digest() uint64 {
 	return h.Sum64()
 }
 
-// snapReader reads the snapshot's fields, hashing what it reads.
+// snapReader reads the snapshot's fields through its own buffer, hashing
+// what it reads a buffer at a time (a checksum update and a read call per
+// field cost about a third of a load).
 type snapReader struct {
-	r    *bufio.Reader
-	crc  hash.Hash32
-	err  error
-	buf  [8]byte
-	read int64 // bytes read so far
+	r        io.Reader
+	in       []byte // buffered input: in[pos:end] is unread
+	pos, end int
+	hashed   int    // in[hashed:pos] is read but not yet in crc
+	crc      uint32 // Castagnoli CRC of the bytes read before in[hashed:]
+	err      error
+	buf      [8]byte
+	read     int64 // bytes read so far
+	// scratch holds a node's name until its data's length is known.
+	scratch []byte
 	// presized counts the children that child sets were sized for ahead
 	// of reading them (see presize).
 	presized int64
@@ -207,16 +212,50 @@ func (s *snapReader) fail(format string, args ...any) {
 	}
 }
 
+// full fills p with the next bytes.
 func (s *snapReader) full(p []byte) {
 	if s.err != nil {
 		return
 	}
-	if _, err := io.ReadFull(s.r, p); err != nil {
-		s.fail("%v", err)
+	if len(p) <= s.end-s.pos {
+		copy(p, s.in[s.pos:])
+		s.pos += len(p)
+		s.read += int64(len(p))
 		return
 	}
-	s.read += int64(len(p))
-	s.crc.Write(p)
+	for len(p) > 0 {
+		if s.pos == s.end && !s.fill() {
+			return
+		}
+		k := copy(p, s.in[s.pos:s.end])
+		s.pos += k
+		s.read += int64(k)
+		p = p[k:]
+	}
+}
+
+// sum hashes the bytes read so far and returns their checksum.
+func (s *snapReader) sum() uint32 {
+	s.crc = crc32.Update(s.crc, castagnoli, s.in[s.hashed:s.pos])
+	s.hashed = s.pos
+	return s.crc
+}
+
+// fill hashes the bytes read, then refills the empty buffer; at the end
+// of the input it fails.
+func (s *snapReader) fill() bool {
+	s.sum()
+	s.pos, s.end, s.hashed = 0, 0, 0
+	n, err := io.ReadAtLeast(s.r, s.in, 1)
+	if n == 0 {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		s.fail("%v", err)
+		return false
+	}
+	s.end = n
+	return true
 }
 
 func (s *snapReader) int32() int32 {
@@ -235,60 +274,72 @@ func (s *snapReader) int64() int64 {
 	return int64(binary.BigEndian.Uint64(s.buf[:8]))
 }
 
-// bytes reads a length-prefixed buffer; -1 gives nil.
-func (s *snapReader) bytes() []byte {
+// length reads a buffer's length prefix: -1 (nil) or 0..maxSnapField.
+func (s *snapReader) length() int32 {
 	n := s.int32()
-	if s.err != nil || n == -1 {
-		return nil
-	}
-	if n < 0 || n > maxSnapField {
+	if s.err == nil && (n < -1 || n > maxSnapField) {
 		s.fail("bad length %d", n)
-		return nil
+	}
+	return n
+}
+
+// body appends the next n bytes to dst.
+func (s *snapReader) body(dst []byte, n int32) []byte {
+	if s.err != nil || n <= 0 {
+		return dst
 	}
 	if n <= 64<<10 {
-		p := make([]byte, n)
-		s.full(p)
-		return p
+		dst = slices.Grow(dst, int(n))
+		s.full(dst[len(dst) : len(dst)+int(n)])
+		return dst[:len(dst)+int(n)]
 	}
 	// Grow as bytes arrive so a corrupt length cannot force a huge
 	// allocation up front.
-	var b bytes.Buffer
-	if _, err := io.CopyN(&b, s.r, int64(n)); err != nil {
-		s.fail("%v", err)
-		return nil
+	for left := int(n); left > 0 && s.err == nil; {
+		k := min(left, 64<<10)
+		dst = slices.Grow(dst, k)
+		s.full(dst[len(dst) : len(dst)+k])
+		dst = dst[:len(dst)+k]
+		left -= k
 	}
-	s.read += int64(n)
-	s.crc.Write(b.Bytes())
-	return b.Bytes()
+	return dst
 }
 
-// string reads a buffer as a string, taking over the bytes read rather
-// than copying them.
+// string reads a length-prefixed buffer as a string; -1 gives "".
 func (s *snapReader) string() string {
-	b := s.bytes()
-	if len(b) == 0 {
+	n := s.length()
+	if s.err != nil || n <= 0 {
 		return ""
 	}
+	b := s.body(make([]byte, 0, n), n)
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-// data reads a node's data buffer in packData's form, without copying.
-func (s *snapReader) data() string {
-	b := s.bytes()
-	if b == nil {
-		return packData(nil)
+// nameData reads a node's name and data buffers into one allocation: the
+// name through a scratch buffer, then both once the data's length is
+// known.
+func (s *snapReader) nameData() nameData {
+	nl := s.length()
+	s.scratch = s.body(s.scratch[:0], nl)
+	dl := s.length()
+	if s.err != nil {
+		return nameData{}
 	}
-	if len(b) == 0 {
-		return ""
+	if dl < 0 {
+		return makeNameData(string(s.scratch), nil)
 	}
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	buf := s.body(append(make([]byte, 0, len(s.scratch)+int(min(dl, 64<<10))), s.scratch...), dl)
+	if s.err != nil || len(buf) == 0 {
+		return nameData{}
+	}
+	return nameData{p: unsafe.SliceData(buf), nameLen: uint32(len(s.scratch)), dataLen: uint32(dl)}
 }
 
 // ReadSnapshot rebuilds a tree written by WriteSnapshot, with LastZxid
 // restored and no watches. A truncated or damaged stream gives an error
 // wrapping ErrCorruptSnapshot.
 func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
-	s := &snapReader{r: bufio.NewReaderSize(r, 64<<10), crc: crc32.New(castagnoli)}
+	s := &snapReader{r: r, in: make([]byte, 64<<10)}
 	var hdr [16]byte
 	s.full(hdr[:])
 	if s.err != nil {
@@ -333,9 +384,7 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 	}
 
 	readNode := func(parent *node) (*node, int32) {
-		n := &node{parent: parent}
-		n.name = s.string()
-		n.data = s.data()
+		n := &node{parent: parent, nd: s.nameData()}
 		idx := s.int32()
 		n.stat.czxid = s.int64()
 		n.stat.mzxid = s.int64()
@@ -371,12 +420,12 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	if root.name != "" {
+	if root.name() != "" {
 		return nil, fmt.Errorf("%w: root has a name", ErrCorruptSnapshot)
 	}
 	t.root = root
 	t.nodes = 1
-	t.dataSize = int64(1 + len(root.data))
+	t.dataSize = int64(1 + root.dataLen())
 	type frame struct {
 		n    *node
 		plen int // length of n's path, 0 for the root
@@ -397,15 +446,15 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 		if s.err != nil {
 			break
 		}
-		if n.name == "" || strings.IndexByte(n.name, '/') >= 0 {
-			s.fail("bad node name %q", n.name)
+		if n.name() == "" || strings.IndexByte(n.name(), '/') >= 0 {
+			s.fail("bad node name %q", n.name())
 			break
 		}
-		if f.n.kids.get(n.name) != nil {
-			s.fail("duplicate node %q", n.name)
+		if f.n.kids.get(n.name()) != nil {
+			s.fail("duplicate node %q", n.name())
 			break
 		}
-		plen := f.plen + 1 + len(n.name)
+		plen := f.plen + 1 + len(n.name())
 		t.link(n, plen)
 		if k > 0 {
 			s.presize(n, k)
@@ -415,10 +464,11 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 	if s.err != nil {
 		return nil, s.err
 	}
-	want := s.crc.Sum32()
+	want := s.sum()
 	var tail [4]byte
-	if _, err := io.ReadFull(s.r, tail[:]); err != nil {
-		return nil, fmt.Errorf("%w: missing checksum: %v", ErrCorruptSnapshot, err)
+	s.full(tail[:])
+	if s.err != nil {
+		return nil, fmt.Errorf("missing checksum: %w", s.err)
 	}
 	if got := binary.BigEndian.Uint32(tail[:]); got != want {
 		return nil, fmt.Errorf("%w: checksum %08x, want %08x", ErrCorruptSnapshot, got, want)

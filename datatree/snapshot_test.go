@@ -139,7 +139,7 @@ func TestDigestSensitivity(t *testing.T) {
 		{"node", func(h *harness) { h.create("/b", jute.ModePersistent) }},
 		{"nil vs empty data", func(h *harness) {
 			h.tree.mu.Lock()
-			h.tree.lookup("/a").data = packData(nil)
+			h.tree.lookup("/a").setData(nil)
 			h.tree.mu.Unlock()
 		}},
 		{"stat", func(h *harness) {

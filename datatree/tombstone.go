@@ -43,7 +43,7 @@ func (t *Tree) CloseSessionDelayed(tx *Txn, session int64, keep func(name string
 		items []item
 	)
 	for n := range t.ephemerals[session] {
-		if keep(n.name) {
+		if keep(n.name()) {
 			t.tombstones[n] = deadline
 			kept = append(kept, n.path())
 		} else if _, tomb := t.tombstones[n]; !tomb {

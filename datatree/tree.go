@@ -81,44 +81,83 @@ type persisted struct {
 }
 
 // node is one znode. Its full path is not stored: it is the names on the
-// way up through parent. The layout is sized for the allocator's 112-byte
-// class: data is a string (16 bytes, not a slice's 24; see packData) and
-// the ACL a 4-byte reference into the tree's cache.
+// way up through parent. The layout is sized for the allocator's 96-byte
+// class: name and data share one allocation (see nameData) and the ACL is
+// a 4-byte reference into the tree's cache.
 type node struct {
 	parent   *node
-	name     string
-	data     string  // packData's encoding; read it with bytes
+	nd       nameData
 	kids     *kidSet // nil when there are none
 	acl      aclRef
 	aversion int32 // StatPersisted's, kept out of stat for the packing
 	stat     persisted
 }
 
-// nilData marks data that is nil (ZooKeeper's null, a -1 length on the
-// wire and in snapshots) as opposed to empty.
-var nilData byte
-
-// packData copies b into the form a node keeps: nil becomes an empty
-// string pointing at nilData, anything else its bytes.
-func packData(b []byte) string {
-	if b == nil {
-		return unsafe.String(&nilData, 0)
-	}
-	return string(b)
+// nameData is a node's name and data in one allocation: the name's bytes
+// followed by the data's, which nothing writes to once made (new data gets
+// a new allocation, so strings and slices taken from the old one stay
+// valid). Its zero value is an empty name with empty (not nil) data.
+type nameData struct {
+	p       *byte
+	nameLen uint32
+	dataLen uint32 // nilDataLen for nil data (ZooKeeper's null)
 }
 
+// nilDataLen marks data that is nil (a -1 length on the wire and in
+// snapshots) as opposed to empty. Data is far below 4 GiB (jute's buffer
+// limit is an int32), so the length cannot reach it.
+const nilDataLen = ^uint32(0)
+
+// makeNameData copies name and data (nil kept apart from empty) into one
+// allocation.
+func makeNameData(name string, data []byte) nameData {
+	dl := uint32(len(data))
+	if data == nil {
+		dl = nilDataLen
+	}
+	if len(name)+len(data) == 0 {
+		return nameData{dataLen: dl}
+	}
+	buf := make([]byte, len(name)+len(data))
+	copy(buf, name)
+	copy(buf[len(name):], data)
+	return nameData{p: unsafe.SliceData(buf), nameLen: uint32(len(name)), dataLen: dl}
+}
+
+// name is the node's name ("" for the root).
+func (n *node) name() string { return unsafe.String(n.nd.p, n.nd.nameLen) }
+
+// dataLen is the length of the node's data (0 when nil).
+func (n *node) dataLen() int {
+	if n.nd.dataLen == nilDataLen {
+		return 0
+	}
+	return int(n.nd.dataLen)
+}
+
+// data is the node's data as a string sharing its memory ("" when nil).
+func (n *node) data() string {
+	if n.dataLen() == 0 {
+		return ""
+	}
+	return unsafe.String((*byte)(unsafe.Add(unsafe.Pointer(n.nd.p), n.nd.nameLen)), n.nd.dataLen)
+}
+
+// setData gives n new data (nil kept apart from empty) in a new
+// allocation with its name.
+func (n *node) setData(data []byte) { n.nd = makeNameData(n.name(), data) }
+
 // bytes returns the node's data without copying: the slice shares the
-// string's memory, which nothing writes to, and callers must not modify
+// node's memory, which nothing writes to, and callers must not modify
 // it. Nil data gives nil and empty data a non-nil empty slice.
 func (n *node) bytes() []byte {
-	p := unsafe.StringData(n.data)
-	if p == &nilData {
+	switch n.nd.dataLen {
+	case nilDataLen:
 		return nil
-	}
-	if len(n.data) == 0 {
+	case 0:
 		return []byte{}
 	}
-	return unsafe.Slice(p, len(n.data))
+	return unsafe.Slice((*byte)(unsafe.Add(unsafe.Pointer(n.nd.p), n.nd.nameLen)), n.nd.dataLen)
 }
 
 // Ephemeral owner encodings (EphemeralType).
@@ -215,7 +254,7 @@ func newEmpty(cfg Config) *Tree {
 // addInitial links a system node without touching the parent's cversion,
 // as ZooKeeper's DataTree constructor does.
 func (t *Tree) addInitial(parent *node, name string, acl []jute.ACL) *node {
-	n := &node{parent: parent, name: name, acl: t.acls.intern(acl)}
+	n := &node{parent: parent, nd: makeNameData(name, []byte{}), acl: t.acls.intern(acl)}
 	if parent.kids == nil {
 		parent.kids = newKidSet(1)
 	}
@@ -233,7 +272,7 @@ func (n *node) path() string {
 	depth, size := 0, 0
 	for m := n; m.parent != nil; m = m.parent {
 		depth++
-		size += 1 + len(m.name)
+		size += 1 + len(m.name())
 	}
 	var b strings.Builder
 	b.Grow(size)
@@ -241,7 +280,7 @@ func (n *node) path() string {
 	i := depth
 	for m := n; m.parent != nil; m = m.parent {
 		i--
-		names[i] = m.name
+		names[i] = m.name()
 	}
 	for _, s := range names {
 		b.WriteByte('/')
@@ -293,7 +332,7 @@ func (t *Tree) clientStat(n *node) jute.Stat {
 		Cversion:       n.stat.cversion*2 - nc,
 		Aversion:       n.aversion,
 		EphemeralOwner: owner,
-		DataLength:     int32(len(n.data)),
+		DataLength:     int32(n.dataLen()),
 		NumChildren:    nc,
 		Pzxid:          n.stat.pzxid,
 	}
@@ -363,7 +402,7 @@ func (t *Tree) GetChildren(path string, auth []jute.Id, w Watcher) ([]string, ju
 	}
 	names := make([]string, 0, n.kids.size())
 	for c := range n.kids.all() {
-		names = append(names, c.name)
+		names = append(names, c.name())
 	}
 	slices.Sort(names)
 	return names, t.clientStat(n), nil

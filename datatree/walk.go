@@ -36,10 +36,10 @@ func (t *Tree) EphemeralsByParent(prefix string, keep func(name string) bool) []
 	byParent := map[*node][]EphemeralChild{}
 	for _, set := range t.ephemerals {
 		for n := range set {
-			if keep != nil && !keep(n.name) {
+			if keep != nil && !keep(n.name()) {
 				continue
 			}
-			byParent[n.parent] = append(byParent[n.parent], EphemeralChild{Name: n.name, Stat: t.clientStat(n)})
+			byParent[n.parent] = append(byParent[n.parent], EphemeralChild{Name: n.name(), Stat: t.clientStat(n)})
 		}
 	}
 	out := make([]EphemeralGroup, 0, len(byParent))

@@ -461,8 +461,7 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 	data := op.Data
 	n := &node{
 		parent: parent,
-		name:   name,
-		data:   packData(data),
+		nd:     makeNameData(name, data),
 		acl:    t.acls.intern(acl),
 		stat: persisted{
 			czxid: w.tx.Zxid, mzxid: w.tx.Zxid, pzxid: w.tx.Zxid,
@@ -504,7 +503,7 @@ func (t *Tree) link(n *node, pathLen int) {
 	}
 	p.kids.add(n)
 	t.nodes++
-	t.dataSize += int64(pathLen + len(n.data))
+	t.dataSize += int64(pathLen + n.dataLen())
 	t.index(n)
 }
 
@@ -515,7 +514,7 @@ func (t *Tree) unlink(n *node, pathLen int) {
 		p.kids = nil
 	}
 	t.nodes--
-	t.dataSize -= int64(pathLen + len(n.data))
+	t.dataSize -= int64(pathLen + n.dataLen())
 	owner := n.stat.ephemeralOwner
 	switch t.ephemeralType(owner) {
 	case typeContainer:
@@ -608,7 +607,7 @@ func (w *writer) deleteNode(n *node, path string) {
 		t.acls.release(acl)
 	}
 	parentPath, _, _ := parentOf(path)
-	w.quotaOnDelete(parentPath, n.name, path, len(n.data))
+	w.quotaOnDelete(parentPath, n.name(), path, n.dataLen())
 	w.fire(&t.dataW, path, jute.EventNodeDeleted, acls, false)
 	w.fire(&t.childW, path, jute.EventNodeDeleted, acls, true)
 	w.noteWrite(path, len(path))
@@ -633,29 +632,28 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 	if !checkACL(t.aclOf(n), jute.PermWrite, w.tx.Auth) {
 		return jute.Stat{}, pathErr(ErrNoAuth, path)
 	}
-	if err := t.checkQuota(path, int64(len(data)-len(n.data)), 0); err != nil {
+	if err := t.checkQuota(path, int64(len(data)-n.dataLen()), 0); err != nil {
 		return jute.Stat{}, err
 	}
 	if version != -1 && version != n.stat.version {
 		return jute.Stat{}, pathErr(ErrBadVersion, path)
 	}
-	oldData, oldStat := n.data, n.stat
-	nd := packData(data)
-	n.data = nd
+	oldND, oldLen, oldStat := n.nd, n.dataLen(), n.stat
+	n.setData(data)
 	n.stat.version++
 	n.stat.mtime = w.tx.Time
 	n.stat.mzxid = w.tx.Zxid
-	t.dataSize += int64(len(nd) - len(oldData))
+	t.dataSize += int64(len(data) - oldLen)
 	if w.multi {
 		w.undo = append(w.undo, func() {
-			t.dataSize -= int64(len(n.data) - len(oldData))
-			n.data, n.stat = oldData, oldStat
+			t.dataSize -= int64(n.dataLen() - oldLen)
+			n.nd, n.stat = oldND, oldStat
 		})
 	}
 	st := t.clientStat(n)
-	w.quotaOnSetData(path, len(nd)-len(oldData))
+	w.quotaOnSetData(path, len(data)-oldLen)
 	w.fire(&t.dataW, path, jute.EventNodeDataChanged, t.aclOf(n), false)
-	w.noteWrite(path, len(path)+len(nd))
+	w.noteWrite(path, len(path)+len(data))
 	return st, nil
 }
 
@@ -726,10 +724,9 @@ func (t *Tree) SetConfigData(tx *Txn, data []byte, checkAuth bool) (jute.Stat, e
 	if checkAuth && !checkACL(t.aclOf(n), jute.PermWrite, tx.Auth) {
 		return jute.Stat{}, pathErr(ErrNoAuth, ConfigPath)
 	}
-	nd := packData(data)
-	diff := len(nd) - len(n.data)
+	diff := len(data) - n.dataLen()
 	t.dataSize += int64(diff)
-	n.data = nd
+	n.setData(data)
 	n.stat.version = -1
 	n.stat.mtime = tx.Time
 	n.stat.mzxid = tx.Zxid
