@@ -153,16 +153,23 @@ func Restore(snapDir, logDir string, progress Progress) (*Result, error) {
 	if pending != nil && pending.Version != digestVersion {
 		pending = nil
 	}
+	// A snapshot whose tree does not match the digest at its own zxid is
+	// fuzzy: a later transaction was being applied while ZooKeeper wrote
+	// it. ZooKeeper never compares that digest (its replay starts after
+	// the snapshot's zxid); the replayed tree is exact again once the
+	// logs are in, so the last transaction's digest decides below.
+	var fuzzy error
 	if pending != nil && pending.Zxid == res.SnapshotZxid {
 		if t.digest != pending.Digest {
-			return nil, fmt.Errorf("zkformat: %s: tree digest %016x, the snapshot says %016x at zxid 0x%x", res.Snapshot, t.digest, pending.Digest, pending.Zxid)
+			fuzzy = fmt.Errorf("zkformat: %s: tree digest %016x, the snapshot says %016x at zxid 0x%x", res.Snapshot, t.digest, pending.Digest, pending.Zxid)
+		} else {
+			res.DigestChecked++
 		}
-		res.DigestChecked++
 		pending = nil
 	}
 	// Without a snapshot digest, the end of the fuzzy window is unknown,
 	// so transaction digests cannot be compared.
-	checkTxnDigests := snap.Digest != nil && snap.Digest.Version == digestVersion
+	checkTxnDigests := snap.Digest != nil && snap.Digest.Version == digestVersion && fuzzy == nil
 
 	// The log that starts at or just before the snapshot, and every later
 	// one (FileTxnLog.getLogFiles).
@@ -238,6 +245,13 @@ func Restore(snapDir, logDir string, progress Progress) (*Result, error) {
 			return nil, fmt.Errorf("zkformat: %s: offset %d: tree digest %016x after the last zxid 0x%x, the log says %016x", lastTxnFile, lastTxn.Offset, t.digest, lastTxn.Zxid, lastTxn.Digest.Digest)
 		}
 		res.DigestChecked++
+		if fuzzy != nil {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s is fuzzy (its tree does not match its digest at zxid 0x%x); the tree after the last transaction, 0x%x, matches that transaction's digest", res.Snapshot, snap.Digest.Zxid, lastTxn.Zxid))
+			fuzzy = nil
+		}
+	}
+	if fuzzy != nil {
+		return nil, fmt.Errorf("%w, and no later transaction carries a digest to check the replayed tree against", fuzzy)
 	}
 	// As ZooKeeperServer.loadData: ephemerals of a session the table no
 	// longer holds are deleted, at the last zxid.
