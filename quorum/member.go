@@ -346,8 +346,8 @@ func (m *Member) membershipPending() bool {
 func (m *Member) leaderReconfig(origin, seq uint64, r *zab.Request, fail func(error)) {
 	m.reconfigMu.Lock()
 	defer m.reconfigMu.Unlock()
-	if !m.awaitMembership() {
-		fail(jute.CodeReconfigInProgress)
+	if err := m.awaitMembership(); err != nil {
+		fail(err)
 		return
 	}
 	var req jute.ReconfigRequest
@@ -384,18 +384,24 @@ func (m *Member) leaderReconfig(origin, seq uint64, r *zab.Request, fail func(er
 }
 
 // awaitMembership waits, for at most HoldTimeout, until raft's membership
-// matches the applied /zookeeper/config, carrying out the change itself;
-// false if it still lags (or this member stopped leading). An earlier
+// matches the applied /zookeeper/config, carrying out the change itself.
+// It answers ReconfigInProgress if the membership still lags, and
+// zab.ErrNotLeader if this member stopped leading meanwhile (a leader that
+// removed itself steps down; the request is then lost to the client as
+// any write in flight to a deposed leader, and retried). An earlier
 // reconfig's reply reaches its client once the new configuration applied,
 // possibly before raft's membership followed (or on a new leader when the
 // old one left): ZooKeeper 3.8 accepts a reconfig sent right after
 // another's reply, so zkd finishes the earlier change first rather than
 // answer ReconfigInProgress.
-func (m *Member) awaitMembership() bool {
+func (m *Member) awaitMembership() error {
 	deadline := time.Now().Add(m.timing.HoldTimeout)
 	for m.membershipPending() {
-		if !m.node.IsLeader() || time.Now().After(deadline) {
-			return false
+		if !m.node.IsLeader() {
+			return zab.ErrNotLeader
+		}
+		if time.Now().After(deadline) {
+			return jute.CodeReconfigInProgress
 		}
 		m.reconcile()
 		if !m.membershipPending() {
@@ -403,11 +409,11 @@ func (m *Member) awaitMembership() bool {
 		}
 		select {
 		case <-m.stop:
-			return false
+			return jute.CodeReconfigInProgress
 		case <-time.After(m.timing.HeartbeatTimeout):
 		}
 	}
-	return true
+	return nil
 }
 
 // inTouch reports whether member id is this leader, has talked to it on
