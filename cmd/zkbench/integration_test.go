@@ -5,7 +5,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -161,7 +160,7 @@ func failover(t *testing.T, s *zkproc.Server) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var progress syncBuffer
+	var progress zkproc.SyncBuffer
 	type outcome struct {
 		res *result
 		err error
@@ -196,24 +195,6 @@ func failover(t *testing.T, s *zkproc.Server) {
 		t.Fatalf("want idle intervals during the outage and busy ones after it:\n%s", progress.String())
 	}
 	assertGone(t, s.Addr, "/failover")
-}
-
-// syncBuffer is a strings.Builder safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 func TestIntegration_ZkdFailover(t *testing.T) {

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,26 +13,6 @@ import (
 
 	"github.com/zkd/zkd/compat/zkproc"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and concurrent readers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-// Write appends p.
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-// String returns everything written so far.
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // waitFor polls cond until it holds, failing the test after timeout.
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
@@ -57,13 +35,13 @@ func TestIntegration_Reconnect(t *testing.T) {
 	srv := zkproc.StartZkd(t, zkproc.Options{})
 	proxy := zkproc.StartProxy(t, srv.Addr)
 
-	var out, errb syncBuffer
+	var out, errb zkproc.SyncBuffer
 	sh := NewShell(&out, &errb, 4*time.Second)
 	if err := sh.Connect(proxy.Addr); err != nil {
 		t.Fatal(err)
 	}
 	defer sh.Close()
-	var other syncBuffer
+	var other zkproc.SyncBuffer
 	peer := NewShell(&other, &other, 4*time.Second)
 	if err := peer.Connect(srv.Addr); err != nil {
 		t.Fatal(err)
@@ -154,7 +132,7 @@ func TestIntegration_Interactive(t *testing.T) {
 		t.Fatal(err)
 	}
 	slave.Close()
-	var screen syncBuffer
+	var screen zkproc.SyncBuffer
 	go func() {
 		buf := make([]byte, 4096)
 		for {
@@ -256,7 +234,7 @@ func TestIntegration_Expiry(t *testing.T) {
 	srv := zkproc.StartZkd(t, zkproc.Options{TickTime: 500})
 	proxy := zkproc.StartProxy(t, srv.Addr)
 
-	var out, errb syncBuffer
+	var out, errb zkproc.SyncBuffer
 	sh := NewShell(&out, &errb, 2*time.Second)
 	if err := sh.Connect(proxy.Addr); err != nil {
 		t.Fatal(err)
@@ -271,7 +249,7 @@ func TestIntegration_Expiry(t *testing.T) {
 	waitFor(t, "the Disconnected event", 10*time.Second, func() bool {
 		return strings.Contains(out.String(), "state:Disconnected type:None")
 	})
-	var other syncBuffer
+	var other zkproc.SyncBuffer
 	peer := NewShell(&other, &other, 4*time.Second)
 	if err := peer.Connect(srv.Addr); err != nil {
 		t.Fatal(err)

@@ -24,28 +24,10 @@ import (
 	"github.com/zkd/zkd/compat/zkproc"
 )
 
-// syncBuffer is a bytes.Buffer safe for a process's output and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // follower is a running `zkd follow`.
 type follower struct {
 	cmd  *exec.Cmd
-	out  syncBuffer
+	out  zkproc.SyncBuffer
 	done chan error
 }
 
@@ -648,7 +630,7 @@ func checkReadOnly(t *testing.T, c *zk.Conn, addr, wait string, paths []string) 
 		want[p] = []any{string(data), st.Czxid, st.Mzxid, st.Pzxid, st.Version, st.Cversion, st.Aversion, st.EphemeralOwner, st.NumChildren}
 	}
 	cmd := exec.Command("/usr/bin/python3", append([]string{"-c", kazooReadOnly, addr, wait}, paths...)...)
-	var stderr syncBuffer
+	var stderr zkproc.SyncBuffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
 	must(t, err)
@@ -711,7 +693,7 @@ type locker struct {
 	cmd     *exec.Cmd
 	in      io.WriteCloser
 	lines   chan string
-	stderr  syncBuffer
+	stderr  zkproc.SyncBuffer
 	session int64
 }
 

@@ -1,7 +1,6 @@
 package zkclish
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -64,25 +63,6 @@ type cliRun struct {
 	Err error
 }
 
-// syncBuffer is an io.Writer safe for the two pipes of one process and a
-// reader polling it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // runCli runs zkCli.sh -server s.Addr with args and feeds script to its
 // stdin, line by line, then closes stdin (zkCli exits at EOF or at quit).
 // Lines starting with '#' are directives for the harness, never sent:
@@ -121,7 +101,7 @@ func runCliSig(s *zkproc.Server, sig *signals, script string, args ...string) cl
 	// parallel collector, and the cores are shared; no hsperfdata file,
 	// whose locking between concurrent JVMs prints warnings.
 	cmd.Env = append(os.Environ(), "CLIENT_JVMFLAGS=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:-UsePerfData")
-	out := &syncBuffer{}
+	out := &zkproc.SyncBuffer{}
 	cmd.Stdout = out
 	cmd.Stderr = out
 	stdin, err := cmd.StdinPipe()
@@ -152,7 +132,7 @@ func isExitError(err error) bool {
 }
 
 // feed writes script to w, obeying its directives.
-func feed(ctx context.Context, w io.Writer, out *syncBuffer, s *zkproc.Server, sig *signals, script string, res *cliRun) error {
+func feed(ctx context.Context, w io.Writer, out *zkproc.SyncBuffer, s *zkproc.Server, sig *signals, script string, res *cliRun) error {
 	waits := map[string]int{}
 	script = strings.ReplaceAll(script, "{addr}", s.Addr)
 	for line := range strings.Lines(script) {
@@ -239,7 +219,7 @@ func (s *signals) await(ctx context.Context, name string) error {
 }
 
 // waitOutput waits until out holds text at least n times.
-func waitOutput(ctx context.Context, out *syncBuffer, text string, n int) error {
+func waitOutput(ctx context.Context, out *zkproc.SyncBuffer, text string, n int) error {
 	deadline := time.Now().Add(20 * time.Second)
 	for strings.Count(out.String(), text) < n {
 		if time.Now().After(deadline) || ctx.Err() != nil {
