@@ -153,11 +153,17 @@ func Restore(snapDir, logDir string, progress Progress) (*Result, error) {
 	if pending != nil && pending.Version != digestVersion {
 		pending = nil
 	}
-	// A snapshot whose tree does not match the digest at its own zxid is
-	// fuzzy: a later transaction was being applied while ZooKeeper wrote
-	// it. ZooKeeper never compares that digest (its replay starts after
-	// the snapshot's zxid); the replayed tree is exact again once the
-	// logs are in, so the last transaction's digest decides below.
+	// A snapshot whose tree does not match its own digest is fuzzy:
+	// ZooKeeper applied later transactions while it wrote the tree, and
+	// took the digest (of the last transaction whose digest it had
+	// recorded, at or after the snapshot's zxid) once the tree was
+	// written, so the tree may hold changes the digest's zxid does not
+	// yet account for. ZooKeeper itself only logs such a mismatch. The
+	// replayed tree is exact again once the replay passes the end of that
+	// window: while fuzzy is set, a transaction digest that differs is
+	// the window still open, the first one that matches closes it, and
+	// from then on every digest must match. The last transaction's digest
+	// always must.
 	var fuzzy error
 	if pending != nil && pending.Zxid == res.SnapshotZxid {
 		if t.digest != pending.Digest {
@@ -169,7 +175,11 @@ func Restore(snapDir, logDir string, progress Progress) (*Result, error) {
 	}
 	// Without a snapshot digest, the end of the fuzzy window is unknown,
 	// so transaction digests cannot be compared.
-	checkTxnDigests := snap.Digest != nil && snap.Digest.Version == digestVersion && fuzzy == nil
+	checkTxnDigests := snap.Digest != nil && snap.Digest.Version == digestVersion
+	closeFuzzy := func(at int64) {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s is fuzzy (its tree does not match its digest at zxid 0x%x); the replayed tree matches the log's digest from zxid 0x%x on", res.Snapshot, snap.Digest.Zxid, at))
+		fuzzy = nil
+	}
 
 	// The log that starts at or just before the snapshot, and every later
 	// one (FileTxnLog.getLogFiles).
@@ -212,20 +222,24 @@ func Restore(snapDir, logDir string, progress Progress) (*Result, error) {
 			lastFile = f.path
 			if pending != nil && tx.Zxid >= pending.Zxid {
 				if tx.Zxid == pending.Zxid && t.digest != pending.Digest {
-					return nil, fmt.Errorf("zkformat: %s: offset %d: tree digest %016x after zxid 0x%x, the snapshot %s says %016x", f.path, tx.Offset, t.digest, tx.Zxid, res.Snapshot, pending.Digest)
-				}
-				if tx.Zxid == pending.Zxid {
+					fuzzy = fmt.Errorf("zkformat: %s: offset %d: tree digest %016x after zxid 0x%x, the snapshot %s says %016x", f.path, tx.Offset, t.digest, tx.Zxid, res.Snapshot, pending.Digest)
+				} else if tx.Zxid == pending.Zxid {
 					res.DigestChecked++
 				}
 				pending = nil
 				continue
 			}
 			if pending == nil && checkTxnDigests && tx.Digest != nil && tx.Digest.Version == digestVersion {
-				if t.digest != tx.Digest.Digest {
+				switch {
+				case t.digest == tx.Digest.Digest:
+					res.DigestChecked++
+					lastTxn = nil
+					if fuzzy != nil {
+						closeFuzzy(tx.Zxid)
+					}
+				case fuzzy == nil:
 					return nil, fmt.Errorf("zkformat: %s: offset %d: tree digest %016x after zxid 0x%x (type %d), the log says %016x", f.path, tx.Offset, t.digest, tx.Zxid, tx.Type, tx.Digest.Digest)
 				}
-				res.DigestChecked++
-				lastTxn = nil
 			}
 			if res.Txns%100000 == 0 {
 				progress("%d transactions applied, zxid 0x%x", res.Txns, tx.Zxid)
@@ -242,12 +256,15 @@ func Restore(snapDir, logDir string, progress Progress) (*Result, error) {
 	// snapshot's fuzzy window was, so the last digest always compares.
 	if lastTxn != nil && lastTxn.Digest != nil && lastTxn.Digest.Version == digestVersion {
 		if t.digest != lastTxn.Digest.Digest {
-			return nil, fmt.Errorf("zkformat: %s: offset %d: tree digest %016x after the last zxid 0x%x, the log says %016x", lastTxnFile, lastTxn.Offset, t.digest, lastTxn.Zxid, lastTxn.Digest.Digest)
+			err := fmt.Errorf("zkformat: %s: offset %d: tree digest %016x after the last zxid 0x%x, the log says %016x", lastTxnFile, lastTxn.Offset, t.digest, lastTxn.Zxid, lastTxn.Digest.Digest)
+			if fuzzy != nil {
+				err = fmt.Errorf("%w (first: %v)", err, fuzzy)
+			}
+			return nil, err
 		}
 		res.DigestChecked++
 		if fuzzy != nil {
-			res.Notes = append(res.Notes, fmt.Sprintf("%s is fuzzy (its tree does not match its digest at zxid 0x%x); the tree after the last transaction, 0x%x, matches that transaction's digest", res.Snapshot, snap.Digest.Zxid, lastTxn.Zxid))
-			fuzzy = nil
+			closeFuzzy(lastTxn.Zxid)
 		}
 	}
 	if fuzzy != nil {

@@ -363,35 +363,45 @@ func TestReadSnapshotTrailers(t *testing.T) {
 	}
 }
 
-// A snapshot whose tree does not match the digest at its own zxid (a
-// fuzzy one: ZooKeeper applied a later transaction while writing it) is
-// accepted when the replayed tree matches the last transaction's digest,
-// with a note; without a later digested transaction it is refused.
+// A snapshot whose tree does not match its digest (a fuzzy one: ZooKeeper
+// applied later transactions while writing it, and took the digest after)
+// is accepted once the replayed tree matches a later transaction's digest,
+// with a note; without a later digested transaction it is refused. The
+// digest may be at the snapshot's own zxid or at a later one (CI met a
+// real 3.8 snapshot.cb whose digest was at 0xcc).
 func TestRestoreFuzzySnapshot(t *testing.T) {
 	base, err := os.ReadFile(filepath.Join(zk38, "snapshot.cb"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The digest block is zxid (8), version (4), digest (8), then the
-	// 13-byte seal; change the digest and seal again.
-	body := append([]byte(nil), base[:len(base)-13]...)
-	body[len(body)-1] ^= 0xff
-	sum := adler32.Checksum(body)
-	fuzzy := append(binary.BigEndian.AppendUint64(body, uint64(sum)), 0, 0, 0, 1, '/')
+	// 13-byte seal; change the digest (and maybe its zxid) and seal again.
+	fuzzyAt := func(zxid uint64) []byte {
+		body := append([]byte(nil), base[:len(base)-13]...)
+		body[len(body)-1] ^= 0xff
+		if zxid != 0 {
+			binary.BigEndian.PutUint64(body[len(body)-20:], zxid)
+		}
+		sum := adler32.Checksum(body)
+		return append(binary.BigEndian.AppendUint64(body, uint64(sum)), 0, 0, 0, 1, '/')
+	}
 	for _, tc := range []struct {
-		name    string
-		logs    []string
-		wantErr string
+		name     string
+		snapshot []byte
+		logs     []string
+		wantErr  string
+		wantNote string
 	}{
-		{"later transactions decide", []string{"log.b3", "log.cd"}, ""},
-		{"nothing after the snapshot", nil, "no later transaction carries a digest"},
+		{"later transactions decide", fuzzyAt(0), []string{"log.b3", "log.cd"}, "", "from zxid 0xcc on"},
+		{"digest at a later zxid", fuzzyAt(0xcc), []string{"log.b3", "log.cd"}, "", "at zxid 0xcc); the replayed tree matches the log's digest from zxid 0xcd on"},
+		{"nothing after the snapshot", fuzzyAt(0), nil, "no later transaction carries a digest", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "version-2")
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			if err := os.WriteFile(filepath.Join(dir, "snapshot.cb"), fuzzy, 0o644); err != nil {
+			if err := os.WriteFile(filepath.Join(dir, "snapshot.cb"), tc.snapshot, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			for _, l := range tc.logs {
@@ -413,8 +423,8 @@ func TestRestoreFuzzySnapshot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "is fuzzy") {
-				t.Errorf("notes %q, want one saying the snapshot is fuzzy", res.Notes)
+			if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "is fuzzy") || !strings.Contains(res.Notes[0], tc.wantNote) {
+				t.Errorf("notes %q, want one saying the snapshot is fuzzy, %q", res.Notes, tc.wantNote)
 			}
 		})
 	}
