@@ -39,6 +39,16 @@ type SessionCounter interface {
 	SessionCount() int
 }
 
+// QuorumConfReporter is an optional Backend extension for conf on an
+// ensemble member: the lines ZooKeeper 3.8's QuorumZooKeeperServer prints
+// after serverId (initLimit, syncLimit, electionAlg, electionPort,
+// quorumPort, peerType, then "membership: " and the membership as
+// /zookeeper/config holds it now). ok is false on a standalone server,
+// whose conf ends at serverId as ZooKeeper's does.
+type QuorumConfReporter interface {
+	QuorumConf() (lines []string, ok bool)
+}
+
 // Availability is an optional Backend extension for ensemble members.
 // Serving reports whether the member may serve clients now (it is in touch
 // with a leader and a quorum). While it is false the server refuses new

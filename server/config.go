@@ -96,9 +96,6 @@ type Config struct {
 	ClientPort int
 	// SecureClientPort is reported by conf; 0 means none (-1 in conf).
 	SecureClientPort int
-	// ConfExtra holds extra "key=value" lines appended to conf output, as
-	// ZooKeeper prints for ensembles (initLimit, syncLimit, membership…).
-	ConfExtra []string
 	// SlowRequestThreshold is zkd.slowRequestMs: a request answered this
 	// long or more after it arrived is logged at warn with its session,
 	// op, path and latency. 0 disables the log. Default 1s.

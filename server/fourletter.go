@@ -138,6 +138,11 @@ func (s *Server) FourLetter(word string) string {
 		for _, kv := range s.Conf() {
 			fmt.Fprintf(&b, "%s=%s\n", kv.Key, kv.Value)
 		}
+		if qc, ok := s.b.(QuorumConfReporter); ok {
+			if lines, ok := qc.QuorumConf(); ok {
+				b.WriteString(strings.Join(lines, "\n"))
+			}
+		}
 	case "envi":
 		b.WriteString("Environment:\n")
 		for _, kv := range s.Environment() {
@@ -443,10 +448,6 @@ func (s *Server) Conf() []KeyValue {
 		{"maxSessionTimeout", ms(s.cfg.maxTimeout())},
 		{"clientPortListenBacklog", "-1"},
 		{"serverId", strconv.FormatInt(s.cfg.ServerID, 10)},
-	}
-	for _, line := range s.cfg.ConfExtra {
-		k, v, _ := strings.Cut(line, "=")
-		out = append(out, KeyValue{k, v})
 	}
 	return out
 }

@@ -406,6 +406,45 @@ func (b backend) EnsembleStats() (server.EnsembleStats, bool) {
 	return es, true
 }
 
+// QuorumConf implements server.QuorumConfReporter: the ensemble lines of
+// conf, as ZooKeeper 3.8 prints them after serverId. electionAlg is always
+// 3 (ZooKeeper's only one; zkd elects through raft) and peerType is
+// ZooKeeper's LearnerType ordinal (0 participant, 1 observer). The
+// membership is /zookeeper/config as applied here, so it follows reconfig;
+// this member's ports come from that membership too once it names it.
+func (b backend) QuorumConf() ([]string, bool) {
+	cfg := b.Config()
+	if cfg.Standalone() {
+		return nil, false
+	}
+	data, _, err := b.Tree().GetData(datatree.ConfigPath, nil, nil)
+	if err != nil || len(data) == 0 {
+		data = quorum.ConfigData(cfg.Peers, 0)
+	}
+	self, _ := cfg.Peer(cfg.MyID)
+	if peers, _, err := quorum.ParseConfigData(data); err == nil {
+		for _, p := range peers {
+			if p.ID == cfg.MyID {
+				self = p
+			}
+		}
+	}
+	peerType := 0
+	if self.Observer {
+		peerType = 1
+	}
+	lines := []string{
+		"initLimit=" + strconv.Itoa(cfg.InitLimit),
+		"syncLimit=" + strconv.Itoa(cfg.SyncLimit),
+		"electionAlg=3",
+		"electionPort=" + strconv.Itoa(self.ElectionPort),
+		"quorumPort=" + strconv.Itoa(self.QuorumPort),
+		"peerType=" + strconv.Itoa(peerType),
+		"membership: ",
+	}
+	return append(lines, strings.Split(string(data), "\n")...), true
+}
+
 // AdminCommand implements server.AdminCommander for the admin commands the
 // server cannot answer, with ZooKeeper's fields: system_properties (the
 // properties zoo.cfg and -D flags set: zkd has no JVM's), and for ensembles
