@@ -24,6 +24,7 @@
 # KEEP=1 keeps BENCH_DIR. Not for CI: it writes GBs through fsync.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/standalone.sh
 
 SIZE=${SIZE:-16384}
 SESSIONS=${SESSIONS:-2000}
@@ -65,20 +66,10 @@ peak_rss() {
 
 run_one() {
 	local kind=$1 dir=$BENCH_DIR/$1 port srv cap rate sess rss_before rss_peak
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	mkdir -p "$dir/data"
-	printf '%s\n' tickTime=2000 "dataDir=$dir/data" "clientPort=$port" clientPortAddress=0.0.0.0 \
-		maxClientCnxns=0 admin.enableServer=false '4lw.commands.whitelist=*' >"$dir/zoo.cfg"
-	if [ "$kind" = zkd ]; then
-		"$ZKD" "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
-	else
-		java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-			-cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
-			org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
-	fi
-	srv=$!
+	port=$(free_port)
+	start_standalone "$kind" "$dir" "$port"
+	srv=$STARTED_PID
 	PIDS+=("$srv")
-	bin/zkbench -servers "127.0.0.1:$port" -workload wait -path / -timeout 120s >/dev/null
 	bin/zkbench -servers "127.0.0.1:$port" -workload set -clients 1 -size "$SIZE" -duration 10s -json >"$dir/capacity.json"
 	cap=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["ops_per_sec"])' "$dir/capacity.json")
 	rate=${RATE:-$(python3 -c 'import sys; print(round(2*float(sys.argv[1]), 1))' "$cap")}

@@ -12,6 +12,7 @@
 # KEEP=1 keeps BENCH_DIR. Not for CI: 50k sessions take minutes and GBs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/lib/standalone.sh
 
 SESSIONS=${SESSIONS:-"10000 50000"}
 HOLD=${HOLD:-30s}
@@ -47,19 +48,9 @@ trap cleanup EXIT
 # run_one KIND N: a fresh standalone server of KIND holding N sessions.
 run_one() {
 	local kind=$1 n=$2 dir=$BENCH_DIR/$1-$2 port
-	port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	mkdir -p "$dir/data"
-	printf '%s\n' tickTime=2000 "dataDir=$dir/data" "clientPort=$port" clientPortAddress=0.0.0.0 \
-		maxClientCnxns=0 admin.enableServer=false '4lw.commands.whitelist=*' >"$dir/zoo.cfg"
-	if [ "$kind" = zkd ]; then
-		"$ZKD" "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
-	else
-		java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
-			-cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar \
-			org.apache.zookeeper.server.ZooKeeperServerMain "$dir/zoo.cfg" >"$dir/server.log" 2>&1 &
-	fi
-	SERVER_PID=$!
-	bin/zkbench -servers "127.0.0.1:$port" -workload wait -path / -timeout 120s >/dev/null
+	port=$(free_port)
+	start_standalone "$kind" "$dir" "$port"
+	SERVER_PID=$STARTED_PID
 	nice -n 5 bin/zkbench -servers "127.0.0.1:$port" -workload sessions -clients "$n" -duration "$HOLD" \
 		-warmup "$SETTLE" -watches "$WATCHES" -session-timeout "$SESSION_TIMEOUT" -pids "$SERVER_PID" -json \
 		>"$dir/result.json"
