@@ -6,6 +6,7 @@ import (
 	"hash/adler32"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -397,23 +398,11 @@ func TestRestoreFuzzySnapshot(t *testing.T) {
 		{"nothing after the snapshot", fuzzyAt(0), nil, "no later transaction carries a digest", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "version-2")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			dir := copyDir(t, func(name string) bool { return slices.Contains(tc.logs, name) })
 			if err := os.WriteFile(filepath.Join(dir, "snapshot.cb"), tc.snapshot, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			for _, l := range tc.logs {
-				b, err := os.ReadFile(filepath.Join(zk38, l))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(filepath.Join(dir, l), b, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			res, err := Restore(filepath.Dir(dir), "", nil)
+			res, err := Restore(dir, "", nil)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
