@@ -63,6 +63,12 @@ bench:
 bench-vs-zk: build
 	bash scripts/bench-vs-zookeeper.sh
 
+## ceiling: this machine's ceiling for a ZooKeeper-like server: loopback
+## answer-only and group-committed fdatasync appends, at 16 and 64 clients
+.PHONY: ceiling
+ceiling:
+	bash scripts/ceiling.sh
+
 ## bench-10m: 10M znodes imported, served and restarted by zkd, no
 ## ZooKeeper (long, ~6 GB of memory; not in CI)
 bench-10m:

@@ -23,7 +23,7 @@ var errHelp = flag.ErrHelp
 const maxSize = 1<<20 - 4096
 
 // workloads lists the -workload values.
-var workloads = []string{"create", "set", "get", "token", "lock", "session", "sessions", "fill", "wait"}
+var workloads = []string{"create", "set", "get", "token", "lock", "session", "sessions", "fill", "wait", "ceiling"}
 
 // config is zkbench's parsed command line.
 type config struct {
@@ -54,6 +54,8 @@ type config struct {
 	sourceIPFirst  int       // sessions: the first source address is 127.0.0.0 plus this
 	reconnect      bool      // sessions: resume a disconnected session on the next server
 	dial           zk.Dialer // plain TCP, or TLS with -tls-ca
+	ceiling        string    // ceiling: answer or append
+	ceilingDir     string    // ceiling append: where the log file goes
 }
 
 // parseArgs parses and validates zkbench's flags. Usage and flag errors go
@@ -88,6 +90,8 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.procs, "procs", 1, "sessions: split the sessions over `N` zkbench processes (each has its own fd limit)")
 	fs.IntVar(&c.sourceIPFirst, "source-ip-first", 1, "sessions: the first source address is 127.0.0.0 plus `M`")
 	fs.BoolVar(&c.reconnect, "reconnect", false, "sessions: resume a disconnected session on the next server, as a client library does")
+	fs.StringVar(&c.ceiling, "ceiling", "append", "for -workload ceiling: the minimal server, "+strings.Join(ceilingModes, " or "))
+	fs.StringVar(&c.ceilingDir, "ceiling-dir", os.TempDir(), "for -workload ceiling -ceiling append: the `directory` (disk) of the log")
 	var tf tlsFlags
 	fs.StringVar(&tf.ca, "tls-ca", "", "connect over TLS, trusting the CA certificate in this PEM `file`")
 	fs.StringVar(&tf.cert, "tls-cert", "", "client certificate PEM `file` for TLS (with -tls-key)")
@@ -165,6 +169,9 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.rate < 0 || (c.rate > 0 && !slices.Contains([]string{"create", "set", "get"}, c.workload)) {
 		return config{}, fmt.Errorf("zkbench: -rate %v: want 0, or more with -workload create, set or get", c.rate)
+	}
+	if c.workload == "ceiling" && !slices.Contains(ceilingModes, c.ceiling) {
+		return config{}, fmt.Errorf("zkbench: -ceiling %q: want one of %s", c.ceiling, strings.Join(ceilingModes, ", "))
 	}
 	if c.saslUser != "" && c.workload != "session" {
 		return config{}, fmt.Errorf("zkbench: -sasl-user applies to -workload session only")

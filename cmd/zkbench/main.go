@@ -43,6 +43,15 @@
 //	          session-second. It raises its own RLIMIT_NOFILE; run another
 //	          workload beside it to measure under that load.
 //
+// The ceiling workload measures this machine's limit for any such server
+// rather than a server (cmd/zkbench/ceiling.go): a minimal server in a
+// child process, driven with 64-byte frames by -clients closed loops.
+//
+//	ceiling  -ceiling answer: answered at once, the limit of a read;
+//	         -ceiling append: answered once group-committed to a log file
+//	         with one fdatasync per batch (in -ceiling-dir), the limit of
+//	         a durable write
+//
 // Two helper modes serve scripts/bench-vs-zookeeper.sh:
 //
 //	fill   create -count persistent nodes of -size bytes under -root
@@ -60,6 +69,10 @@ import (
 )
 
 func main() {
+	if mode := os.Getenv(ceilingServeEnv); mode != "" {
+		fmt.Fprintln(os.Stderr, serveCeiling(mode))
+		os.Exit(1)
+	}
 	cfg, err := parseArgs(os.Args[1:], os.Stderr)
 	if err != nil {
 		if err == errHelp {

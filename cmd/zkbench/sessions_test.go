@@ -66,9 +66,10 @@ var (
 )
 
 // TestMain runs zkbench's main instead of the tests in a child started by
-// -procs, which re-executes its own binary: this one, under test.
+// -procs or by the ceiling workload, which re-execute their own binary:
+// this one, under test.
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) == "1" {
+	if os.Getenv(childEnv) == "1" || os.Getenv(ceilingServeEnv) != "" {
 		main()
 		os.Exit(0)
 	}

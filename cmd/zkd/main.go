@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -36,6 +38,10 @@ const (
 	zkVersion = "3.8.4-zkd-" + version
 )
 
+// pprofAddr is the -pprof flag: where to serve the profiling handlers
+// ("" for nowhere).
+var pprofAddr string
+
 func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "import" || os.Args[1] == "export") {
 		os.Exit(migrateMain(os.Args[1], os.Args[2:], os.Stdout, os.Stderr))
@@ -45,6 +51,7 @@ func main() {
 	}
 	logLevel := flag.String("log-level", "info", "log level: debug, info, warn, error (overrides zoo.cfg zkd.log.level)")
 	logFormat := flag.String("log-format", "console", "log format: console or json (overrides zoo.cfg zkd.log.format)")
+	flag.StringVar(&pprofAddr, "pprof", "", "serve Go's pprof handlers (/debug/pprof/) on this address, e.g. 127.0.0.1:6060, for profiling; off by default")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: zkd [flags] [zoo.cfg]\n       zkd import -from ZK_DATADIR [-from-log ZK_DATALOGDIR] zoo.cfg\n       zkd export -to DIR zoo.cfg\n"+
 			"       zkd follow -zk HOST:QUORUMPORT,... [-sid N] zoo.cfg\n"+
@@ -339,6 +346,18 @@ func run(c *zooCfg, log *zap.Logger) error {
 	var https []*http.Server
 	if c.AdminEnable {
 		https = append(https, startHTTPWrapped(log, "admin", net.JoinHostPort(c.AdminAddress, strconv.Itoa(c.AdminPort)), s.AdminHandler(), adminWrap))
+	}
+	if pprofAddr != "" {
+		// Profiling only: block and mutex profiles are sampled so that the
+		// contention on the request path shows, at a small cost.
+		runtime.SetBlockProfileRate(100_000)
+		runtime.SetMutexProfileFraction(100)
+		mux := http.NewServeMux()
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		https = append(https, startHTTP(log, "pprof", pprofAddr, mux))
 	}
 	if c.MetricsEnabled {
 		mux := http.NewServeMux()
