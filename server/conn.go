@@ -66,12 +66,14 @@ type conn struct {
 		sync.Mutex
 		q         [][]byte
 		bytes     int
-		writing   bool     // a writer goroutine is draining q
-		deferring bool     // a watch-setting read is executing: hold its events back
-		holdPath  string   // hold only events on this path ("" with holdAll: all)
-		holdAll   bool     // hold every event (addWatch: descendants fire too)
-		deferred  [][]byte // events held back during a read
-		sealed    bool     // no more frames: the writer closes once q drains
+		writing   bool          // a writer goroutine is draining q
+		idle      bool          // that writer lingers, waiting on wake
+		wake      chan struct{} // the lingering writer's wake-up (capacity 1), while writing
+		deferring bool          // a watch-setting read is executing: hold its events back
+		holdPath  string        // hold only events on this path ("" with holdAll: all)
+		holdAll   bool          // hold every event (addWatch: descendants fire too)
+		deferred  [][]byte      // events held back during a read
+		sealed    bool          // no more frames: the writer closes once q drains
 	}
 
 	auth struct {
@@ -641,15 +643,16 @@ func (c *conn) push(sl *slot) bool {
 	}
 	c.pending.Add(1)
 	c.s.stats.outstanding.Add(1)
-	start, held := c.slots.add(sl)
-	switch {
-	case !start:
-	case held == 0 && sl.fut == nil && sl.op != jute.OpSync:
-		// Nothing before it and nothing to wait for: answer it here.
-		c.complete()
-	default:
+	// Nothing before it and nothing to wait for: answer it here.
+	inline := sl.fut == nil && sl.op != jute.OpSync
+	switch how, _ := c.slots.add(sl, inline); how {
+	case addInline:
+		c.finish(sl)
+	case addStart:
 		c.wg.Add(1)
 		c.spawn(c.complete, "completer")
+	case addWake:
+		c.slots.wakeUp()
 	}
 	return true
 }
@@ -665,9 +668,12 @@ func isWrite(op int32) bool {
 	return false
 }
 
-// complete is the completer goroutine: it answers slots in order and
-// ends when none is left, so an idle connection parks no completer.
+// complete is the completer goroutine: it answers slots in order, and
+// lingers for lingerFor when none is left before it ends, so an idle
+// connection parks no completer.
 func (c *conn) complete() {
+	wake := c.slots.wakeChan()
+	var timer *time.Timer
 	for {
 		select {
 		case <-c.done:
@@ -675,7 +681,25 @@ func (c *conn) complete() {
 		default:
 		}
 		sl := c.slots.next()
-		if sl == nil || !c.finish(sl) {
+		if sl != nil {
+			if !c.finish(sl) {
+				return
+			}
+			continue
+		}
+		if timer == nil {
+			timer = lingerTimer()
+			defer timer.Stop()
+		}
+		timer.Reset(lingerFor)
+		select {
+		case <-wake:
+			timer.Stop()
+		case <-timer.C:
+			if c.slots.stop() {
+				return
+			}
+		case <-c.done:
 			return
 		}
 	}

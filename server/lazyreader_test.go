@@ -93,17 +93,17 @@ func TestLazyReaderReleasesWhenCaughtUp(t *testing.T) {
 
 func TestSlotQueue(t *testing.T) {
 	var q slotQueue
-	if start, _ := q.add(&slot{xid: 1}); !start {
-		t.Fatal("first add does not ask for a completer")
+	if how, _ := q.add(&slot{xid: 1}, false); how != addStart {
+		t.Fatalf("first add: %d, want addStart", how)
 	}
-	if start, held := q.add(&slot{xid: 2}); start || held != 1 {
-		t.Fatalf("second add: start=%v held=%d", start, held)
+	if how, held := q.add(&slot{xid: 2}, true); how != addQueued || held != 1 {
+		t.Fatalf("second add: how=%d held=%d; want queued behind the first", how, held)
 	}
 	// Steady traffic: the queue never drains, and must not grow.
 	next := int32(3)
 	want := int32(1)
 	for range 1000 {
-		q.add(&slot{xid: next})
+		q.add(&slot{xid: next}, false)
 		next++
 		if sl := q.next(); sl == nil || sl.xid != want {
 			t.Fatalf("next = %v, want xid %d", sl, want)
@@ -113,15 +113,35 @@ func TestSlotQueue(t *testing.T) {
 	if cap(q.q) > 16 {
 		t.Fatalf("queue of 2 slots grew to %d", cap(q.q))
 	}
+	// The completer finishes a slot it took: a read may not overtake it.
+	if sl := q.next(); sl == nil {
+		t.Fatal("queue drained early")
+	}
+	if how, _ := q.add(&slot{xid: next}, true); how != addQueued {
+		t.Fatalf("add while the completer is busy: %d, want addQueued", how)
+	}
 	for q.next() != nil {
 	}
-	if q.running {
-		t.Fatal("drained queue still marked running")
+	// Drained: the completer lingers, not busy.
+	if !q.running || q.busy {
+		t.Fatalf("drained queue: running=%v busy=%v; want a lingering completer", q.running, q.busy)
 	}
-	if start, _ := q.add(&slot{}); !start {
-		t.Fatal("add after drain does not ask for a completer")
+	if how, _ := q.add(&slot{}, true); how != addInline {
+		t.Fatalf("read with nothing ahead: %d, want addInline", how)
+	}
+	if how, _ := q.add(&slot{}, false); how != addWake {
+		t.Fatalf("write to a lingering completer: %d, want addWake", how)
+	}
+	if q.stop() {
+		t.Fatal("stop with a slot queued ended the completer")
 	}
 	if n := len(q.drain()); n != 1 {
 		t.Fatalf("drain = %d slots, want 1", n)
+	}
+	if !q.stop() || q.running {
+		t.Fatal("stop on an empty queue did not end the completer")
+	}
+	if how, _ := q.add(&slot{}, false); how != addStart {
+		t.Fatalf("add after stop: %d, want addStart", how)
 	}
 }

@@ -1,25 +1,51 @@
 package server
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
+
+// lingerFor is how long an idle completer or writer goroutine waits for
+// more work before it ends. A client with requests in a loop sends its
+// next one within a round trip, so under load a connection keeps the same
+// two goroutines (and their grown stacks) instead of starting new ones for
+// every request; an idle connection parks neither.
+const lingerFor = handOffAfter
 
 // slotQueue is a connection's pipeline: the requests read and not yet
 // answered, in arrival order. It replaces a channel of capacity
 // MaxPendingRequests, which cost 8 KB per connection whether or not it
 // held anything: the queue grows with what it holds and lets go of its
-// array once drained. It also records whether a completer goroutine is
-// draining it, so a connection runs one only while it has requests.
+// array once drained. It also records whether a completer goroutine owns
+// the queue, and whether that completer is busy with a slot or waiting
+// (lingering) for the next one.
 type slotQueue struct {
 	mu      sync.Mutex
 	q       []*slot
 	head    int
-	running bool // a completer goroutine owns the queue
+	running bool          // a completer goroutine owns the queue
+	busy    bool          // the completer is finishing a slot it took
+	wake    chan struct{} // the lingering completer's wake-up (capacity 1), while running
 }
 
-// add appends sl. It reports whether the caller must start a completer,
-// and how many slots the queue held before.
-func (p *slotQueue) add(sl *slot) (start bool, held int) {
+// Ways add hands a slot on.
+const (
+	addQueued = iota // queued for the busy completer
+	addStart         // queued: the caller must start a completer
+	addWake          // queued: the caller must wake the lingering completer
+	addInline        // not queued: nothing is ahead of it, finish it here
+)
+
+// add appends sl, or with inline set leaves it to the caller when nothing
+// is queued or being finished ahead of it. It reports what the caller must
+// do, and how many slots the queue held before.
+func (p *slotQueue) add(sl *slot, inline bool) (how, held int) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	held = len(p.q) - p.head
+	if inline && held == 0 && !p.busy {
+		return addInline, 0
+	}
 	if p.head > 0 && len(p.q) == cap(p.q) {
 		// Reuse the consumed front instead of growing.
 		n := copy(p.q, p.q[p.head:])
@@ -27,23 +53,49 @@ func (p *slotQueue) add(sl *slot) (start bool, held int) {
 		p.q, p.head = p.q[:n], 0
 	}
 	p.q = append(p.q, sl)
-	if !p.running {
-		p.running, start = true, true
+	switch {
+	case !p.running:
+		p.running, p.busy = true, true
+		p.wake = make(chan struct{}, 1)
+		return addStart, held
+	case !p.busy:
+		return addWake, held
 	}
-	p.mu.Unlock()
-	return start, held
+	return addQueued, held
 }
 
-// next removes the first slot. With none left it returns nil and the
-// completer must stop: the next add starts another.
+// wakeUp wakes the lingering completer, if one still lingers.
+func (p *slotQueue) wakeUp() {
+	p.mu.Lock()
+	w := p.wake
+	p.mu.Unlock()
+	if w != nil {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// wakeChan returns the wake-up of the completer that add just started.
+func (p *slotQueue) wakeChan() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.wake
+}
+
+// next removes the first slot for the completer. With none left it
+// returns nil and the completer lingers: it calls next again when woken,
+// or stop once it waited long enough.
 func (p *slotQueue) next() *slot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.head == len(p.q) {
-		p.running = false
+		p.busy = false
 		p.reset()
 		return nil
 	}
+	p.busy = true
 	sl := p.q[p.head]
 	p.q[p.head] = nil
 	p.head++
@@ -51,6 +103,18 @@ func (p *slotQueue) next() *slot {
 		p.reset()
 	}
 	return sl
+}
+
+// stop ends the lingering completer if nothing arrived meanwhile: true
+// means it must return, and the next add starts another.
+func (p *slotQueue) stop() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.head != len(p.q) {
+		return false
+	}
+	p.running, p.busy, p.wake = false, false, nil
+	return true
 }
 
 // reset empties the drained queue, dropping an array grown by a burst.
@@ -77,4 +141,11 @@ func (p *slotQueue) drain() []*slot {
 	rest := p.q[p.head:]
 	p.q, p.head = nil, 0
 	return rest
+}
+
+// lingerTimer returns a stopped timer for a goroutine's lingering waits.
+func lingerTimer() *time.Timer {
+	t := time.NewTimer(lingerFor)
+	t.Stop()
+	return t
 }

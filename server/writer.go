@@ -15,12 +15,21 @@ var writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 8<<
 // wantWriter reports whether the caller, which just queued frames under
 // c.out's lock, must start a writer goroutine; it then counts that
 // goroutine in c.wg, under the lock: close seals the queue under the same
-// lock before serve waits on c.wg, so the Add never races the Wait.
+// lock before serve waits on c.wg, so the Add never races the Wait. A
+// lingering writer is woken instead.
 func (c *conn) wantWriter() bool {
 	if c.out.writing {
+		if c.out.idle {
+			c.out.idle = false
+			select {
+			case c.out.wake <- struct{}{}:
+			default:
+			}
+		}
 		return false
 	}
 	c.out.writing = true
+	c.out.wake = make(chan struct{}, 1)
 	c.wg.Add(1)
 	return true
 }
@@ -54,10 +63,10 @@ func (c *conn) spawn(f func(), name string) {
 }
 
 // writeLoop is the writer goroutine: it writes the queued frames, in
-// batches, and ends once the queue is empty, so an idle connection parks
-// neither a goroutine nor a write buffer. It is never run inline: a client
-// that does not read must not hold up its reader or completer, which go on
-// until the queue passes MaxOutQueueBytes. A sealed queue, once written,
+// batches, and ends once the queue stayed empty for lingerFor, so an idle
+// connection parks neither a goroutine nor a write buffer. It is never run
+// inline: a client that does not read must not hold up its reader or
+// completer, which go on until the queue passes MaxOutQueueBytes. A sealed queue, once written,
 // closes the connection.
 func (c *conn) writeLoop() {
 	var (
@@ -70,13 +79,44 @@ func (c *conn) writeLoop() {
 			writerPool.Put(bw)
 		}
 	}()
+	c.out.Lock()
+	wake := c.out.wake
+	c.out.Unlock()
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		c.out.Lock()
 		batch, c.out.q = c.out.q, batch[:0]
 		c.out.bytes -= sizeOf(batch)
 		sealed := c.out.sealed
 		if len(batch) == 0 && !sealed {
-			c.out.writing = false
+			// Linger for the next reply before ending: under load the
+			// same goroutine and buffer serve the connection.
+			c.out.idle = true
+			c.out.Unlock()
+			if timer == nil {
+				timer = lingerTimer()
+			}
+			timer.Reset(lingerFor)
+			select {
+			case <-wake:
+				timer.Stop()
+				continue
+			case <-timer.C:
+			case <-c.done:
+				return
+			}
+			c.out.Lock()
+			if len(c.out.q) > 0 || c.out.sealed {
+				c.out.idle = false
+				c.out.Unlock()
+				continue
+			}
+			c.out.writing, c.out.idle, c.out.wake = false, false, nil
 			c.out.q = nil
 			c.out.Unlock()
 			return
