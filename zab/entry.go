@@ -30,6 +30,11 @@ const (
 	// found due, if they are still due when the entry applies
 	// (docs/fencing.md, "Lock delay").
 	kindDeleteTombstones entryKind = 6
+	// kindBatch carries several client writes packed by the leader
+	// (batch.go); each applies as kindRequest would, with its own zxid,
+	// in order. Its origin and seq name the proposing member and the
+	// batch; each request carries its own.
+	kindBatch entryKind = 7
 )
 
 // entry is the decoded form of one log entry. Every field an apply reads is
@@ -58,10 +63,18 @@ type entry struct {
 	config []byte
 	// fenceSeed is the fencing key seed (kindFencingKey).
 	fenceSeed []byte
+	// batch is what a kindBatch entry packs when encoded; packed is what
+	// a decoded one holds.
+	batch  []queued
+	packed []packed
 }
 
 func (e *entry) encode() []byte {
-	enc := jute.NewEncoder(make([]byte, 0, 64+len(e.req.Body)))
+	size := 64 + len(e.req.Body)
+	for i := range e.batch {
+		size += 64 + len(e.batch[i].req.Body)
+	}
+	enc := jute.NewEncoder(make([]byte, 0, size))
 	enc.WriteInt(int32(e.kind))
 	enc.WriteLong(int64(e.origin))
 	enc.WriteLong(int64(e.seq))
@@ -69,6 +82,8 @@ func (e *entry) encode() []byte {
 	switch e.kind {
 	case kindRequest:
 		e.req.Encode(enc)
+	case kindBatch:
+		encodeBatch(enc, e.batch)
 	case kindExpire:
 		enc.WriteInt(int32(len(e.sessions)))
 		for _, id := range e.sessions {
@@ -98,6 +113,8 @@ func decodeEntry(b []byte) (*entry, error) {
 	switch e.kind {
 	case kindRequest:
 		e.req.Decode(d)
+	case kindBatch:
+		e.packed = decodeBatch(d)
 	case kindExpire:
 		n := d.VectorLen(8)
 		for i := 0; i < n && d.Err() == nil; i++ {

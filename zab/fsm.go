@@ -71,6 +71,9 @@ type fsm struct {
 	onSessionOpen   func(id int64, timeout int32)
 	onSessionClosed func(id int64)
 	onConfigChanged func(data []byte)
+	// onBatch is called once every request of a kindBatch entry applied,
+	// with the entry's origin and batch id.
+	onBatch func(origin, id uint64)
 	// lockName tells a lock recipe's node name (Config.LockName): those
 	// of an expired session become tombstones under a lock delay.
 	lockName func(name string) bool
@@ -163,30 +166,32 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		f.setApplied(l.Index)
 		return nil
 	}
+	if e.kind == kindBatch {
+		tree := f.tree.Load()
+		for i := range e.packed {
+			p := &e.packed[i]
+			one := entry{kind: kindRequest, origin: p.origin, seq: p.seq, time: e.time, req: p.req}
+			f.applyOne(tree, f.nextZxid(l.Term), &one)
+		}
+		f.setApplied(l.Index)
+		if f.onBatch != nil {
+			f.onBatch(e.origin, e.seq)
+		}
+		return nil
+	}
 	zxid := f.nextZxid(l.Term)
 	tree := f.tree.Load()
+	if e.kind == kindRequest {
+		f.applyOne(tree, zxid, e)
+		f.setApplied(l.Index)
+		return nil
+	}
 	if f.observer.Committed != nil {
 		defer f.observer.Committed(f.leading.Load())
 	}
 	defer f.setApplied(l.Index)
 	defer tree.NoteZxid(zxid)
 	switch e.kind {
-	case kindRequest:
-		if f.observer.Propagated != nil {
-			f.observer.Propagated(time.Since(time.UnixMilli(e.time)))
-		}
-		var began time.Time
-		if f.observer.RequestApplied != nil {
-			began = time.Now()
-		}
-		res := f.applyRequest(tree, zxid, e)
-		tree.NoteZxid(zxid)
-		if f.onApplied != nil {
-			f.onApplied(e.origin, e.seq, res)
-		}
-		if f.observer.RequestApplied != nil {
-			f.observer.RequestApplied(time.Since(began))
-		}
 	case kindExpire:
 		for _, id := range e.sessions {
 			f.closeSession(tree, &datatree.Txn{Zxid: zxid, Time: e.time, SessionID: id}, id, e.lockDelay)
@@ -217,6 +222,29 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		}
 	}
 	return nil
+}
+
+// applyOne applies one client request (a kindRequest entry, or one of a
+// kindBatch) with its zxid and wakes its waiter.
+func (f *fsm) applyOne(tree *datatree.Tree, zxid int64, e *entry) {
+	if f.observer.Propagated != nil {
+		f.observer.Propagated(time.Since(time.UnixMilli(e.time)))
+	}
+	var began time.Time
+	if f.observer.RequestApplied != nil {
+		began = time.Now()
+	}
+	res := f.applyRequest(tree, zxid, e)
+	tree.NoteZxid(zxid)
+	if f.onApplied != nil {
+		f.onApplied(e.origin, e.seq, res)
+	}
+	if f.observer.RequestApplied != nil {
+		f.observer.RequestApplied(time.Since(began))
+	}
+	if f.observer.Committed != nil {
+		f.observer.Committed(f.leading.Load())
+	}
 }
 
 // installFencingKey makes seed the fencing key unless one is installed: the

@@ -2,6 +2,7 @@ package zab
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -125,6 +126,11 @@ type Config struct {
 	// Observer receives the node's events for monitoring; its zero value
 	// observes nothing.
 	Observer Observer
+	// MaxInflightBatches is how many entries of packed client requests
+	// (batch.go) this member keeps in flight, proposed but not yet applied
+	// here; requests arriving meanwhile wait and go as one entry. Zero
+	// means DefaultMaxInflightBatches.
+	MaxInflightBatches int
 }
 
 // DefaultConfig returns a standalone configuration with ZooKeeper's
@@ -158,6 +164,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("zab: config: LockDelayMs %d must not be negative", c.LockDelayMs)
 	case c.LockDelayMs > 0 && c.LockName == nil:
 		return errors.New("zab: config: LockDelayMs is set but LockName is nil")
+	case c.MaxInflightBatches < 0:
+		return fmt.Errorf("zab: config: MaxInflightBatches %d must not be negative", c.MaxInflightBatches)
 	case c.SnapshotRetain < 1:
 		return fmt.Errorf("zab: config: SnapshotRetain %d must be at least 1", c.SnapshotRetain)
 	case c.Logger == nil:
@@ -196,8 +204,14 @@ type Node struct {
 	// applyq feeds completeLoop the raft futures in submit order.
 	applyq chan pendingApply
 
-	// submitMu keeps raft.Apply calls in Submit order.
+	// submitMu keeps raft.Apply calls in Submit order and guards batch.
 	submitMu sync.Mutex
+	// batch holds the requests waiting to be packed and the batches in
+	// flight (batch.go); maxInflight bounds those; proposeWake wakes
+	// proposeLoop when a batch lands with requests waiting.
+	batch       batchState
+	maxInflight int
+	proposeWake chan struct{}
 
 	tracker *session.Tracker
 	// nextSession is the next session id this member hands out while
@@ -239,7 +253,11 @@ func Open(cfg Config) (*Node, error) {
 		applyq:  make(chan pendingApply, 8192),
 		bootID:  newBootID(),
 		opened:  time.Now(),
+
+		maxInflight: cmp.Or(cfg.MaxInflightBatches, DefaultMaxInflightBatches),
+		proposeWake: make(chan struct{}, 1),
 	}
+	n.batch.inflight = make(map[uint64]struct{})
 	n.nextSession = session.InitialID(cfg.MyID, time.Now().UnixMilli())
 	n.fsm.onSessionOpen = func(id int64, timeout int32) { n.tracker.Add(id, timeout) }
 	n.fsm.onApplied = n.applied
@@ -247,6 +265,11 @@ func Open(cfg Config) (*Node, error) {
 	n.fsm.lockName = cfg.LockName
 	n.fsm.onConfigChanged = cfg.OnConfigChanged
 	n.fsm.leading = &n.leading
+	n.fsm.onBatch = func(origin, id uint64) {
+		if origin == n.bootID {
+			n.batchLanded(id)
+		}
+	}
 	n.fsm.onSessionClosed = func(id int64) {
 		n.tracker.Remove(id)
 		if cfg.OnSessionClosed != nil {
@@ -347,9 +370,10 @@ func Open(cfg Config) (*Node, error) {
 	if last := r.LastIndex(); last > n.recovery.SnapshotIndex {
 		n.recovery.LogEntries = last - n.recovery.SnapshotIndex
 	}
-	n.wg.Add(2)
+	n.wg.Add(3)
 	go n.leaderLoop()
 	go n.completeLoop()
+	go n.proposeLoop()
 	return n, nil
 }
 
@@ -531,24 +555,11 @@ func (n *Node) SubmitFor(origin, seq uint64, r *Request) func() error {
 		return func() error { return ErrStopped }
 	default:
 	}
+	done := make(chan error, 1)
 	n.submitMu.Lock()
-	e := &entry{kind: kindRequest, origin: origin, seq: seq, time: time.Now().UnixMilli(), req: *r}
-	if r.Op == jute.OpCreateSession {
-		e.req.SessionID = n.nextSession
-		n.nextSession++
-	}
-	data := e.encode()
-	start := time.Now()
-	af := n.raft.Apply(data, 0)
-	n.noteProposed(len(data))
+	n.enqueueLocked(queued{origin: origin, seq: seq, req: *r, forwarded: done})
 	n.submitMu.Unlock()
-	return func() error {
-		if err := af.Error(); err != nil {
-			return raftErr(err)
-		}
-		n.noteAcked(start)
-		return nil
-	}
+	return func() error { return <-done }
 }
 
 // AppliedIndex returns the raft index of the last entry applied here.
@@ -598,11 +609,14 @@ type Stats struct {
 	Store    store.Metrics
 }
 
-// pendingApply pairs a raft future with the request it carries.
+// pendingApply pairs a raft future with the batch it carries: the seqs of
+// this member's own requests in it and the outcomes of the forwarded ones.
 type pendingApply struct {
-	af  raft.ApplyFuture
-	seq uint64
-	at  time.Time // when it was proposed, for Observer.QuorumAcked
+	af        raft.ApplyFuture
+	batch     uint64
+	seqs      []uint64
+	forwarded []chan error
+	at        time.Time // when it was proposed, for Observer.QuorumAcked
 }
 
 // newBootID returns a process-unique id for this run's entries. It is not
@@ -632,15 +646,7 @@ func (n *Node) Submit(r *Request) *Future {
 	seq := n.seq.Add(1)
 	n.pending.Store(seq, f)
 	n.submitMu.Lock()
-	e := &entry{kind: kindRequest, origin: n.bootID, seq: seq, time: time.Now().UnixMilli(), req: *r}
-	if r.Op == jute.OpCreateSession {
-		e.req.SessionID = n.nextSession
-		n.nextSession++
-	}
-	data := e.encode()
-	af := n.raft.Apply(data, 0)
-	n.noteProposed(len(data))
-	n.applyq <- pendingApply{af: af, seq: seq, at: time.Now()}
+	n.enqueueLocked(queued{origin: n.bootID, seq: seq, req: *r})
 	n.submitMu.Unlock()
 	return f
 }
@@ -664,23 +670,39 @@ func (n *Node) fail(seq uint64, err error) {
 }
 
 // completeLoop waits on raft's futures in submit order and fails the
-// requests raft could not commit (lost leadership, shutdown). Successful
-// ones were already completed by the FSM.
+// requests raft could not commit (lost leadership, shutdown); successful
+// ones were already completed by the FSM. It answers the forwarded
+// requests either way, and ends the batch's flight if the FSM did not.
 func (n *Node) completeLoop() {
 	defer n.wg.Done()
 	for {
 		select {
 		case p := <-n.applyq:
-			if err := p.af.Error(); err != nil {
-				n.fail(p.seq, raftErr(err))
+			err := p.af.Error()
+			if err != nil {
+				err = raftErr(err)
+				for _, seq := range p.seqs {
+					n.fail(seq, err)
+				}
 			} else {
-				n.noteAcked(p.at)
+				for range len(p.seqs) + len(p.forwarded) {
+					n.noteAcked(p.at)
+				}
 			}
+			for _, ch := range p.forwarded {
+				ch <- err
+			}
+			n.batchLanded(p.batch)
 		case <-n.stop:
 			for {
 				select {
 				case p := <-n.applyq:
-					n.fail(p.seq, ErrStopped)
+					for _, seq := range p.seqs {
+						n.fail(seq, ErrStopped)
+					}
+					for _, ch := range p.forwarded {
+						ch <- ErrStopped
+					}
 				default:
 					return
 				}
@@ -851,6 +873,7 @@ func (n *Node) Close() error {
 		err = n.raft.Shutdown().Error()
 		close(n.stop)
 		n.wg.Wait()
+		n.failQueued(ErrStopped)
 		n.pending.Range(func(k, _ any) bool {
 			n.fail(k.(uint64), ErrStopped)
 			return true

@@ -119,6 +119,24 @@ func (r *Request) Encode(enc *jute.Encoder) {
 
 // Decode reads what Encode wrote; errors stick in d.
 func (r *Request) Decode(d *jute.Decoder) {
+	r.decodeFields(d)
+	// Entries written before Reject existed end after Body; a Request is
+	// always the last thing in its entry or message.
+	r.Reject = 0
+	if d.Remaining() >= 4 {
+		r.Reject = jute.Code(d.ReadInt())
+	}
+}
+
+// decodeIn reads a Request followed by more data (inside a batch entry,
+// which always carries Reject).
+func (r *Request) decodeIn(d *jute.Decoder) {
+	r.decodeFields(d)
+	r.Reject = jute.Code(d.ReadInt())
+}
+
+// decodeFields reads the fields before Reject.
+func (r *Request) decodeFields(d *jute.Decoder) {
 	r.Op = d.ReadInt()
 	r.SessionID = d.ReadLong()
 	r.Timeout = d.ReadInt()
@@ -130,10 +148,4 @@ func (r *Request) Decode(d *jute.Decoder) {
 		r.Auth = append(r.Auth, id)
 	}
 	r.Body = d.ReadBuffer()
-	// Entries written before Reject existed end after Body; a Request is
-	// always the last thing in its entry or message.
-	r.Reject = 0
-	if d.Remaining() >= 4 {
-		r.Reject = jute.Code(d.ReadInt())
-	}
 }

@@ -1,0 +1,225 @@
+package zab
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// Packing: the leader puts the client requests that wait for the log into
+// one raft entry (kindBatch) rather than one entry each. Every request in
+// the entry still gets its own zxid when it applies, in order, so the tree
+// and the zxids are what one entry per request would give. What packing
+// saves is raft's cost per entry: its future, its place in every append
+// and AppendEntries message, its encoding to each follower, its commit
+// bookkeeping and its apply call.
+//
+// A batch is proposed as soon as a request arrives while fewer than
+// Config.MaxInflightBatches of this member's batches are in flight
+// (proposed, not yet applied here or failed); otherwise requests wait in
+// the queue and go as one entry when a batch in flight lands. Under load
+// the log then holds one entry per group commit; a lone client never
+// waits for company.
+
+// Defaults for the packing knobs.
+const (
+	// DefaultMaxInflightBatches keeps one batch being made durable while
+	// the next one is on its way.
+	DefaultMaxInflightBatches = 2
+	// maxBatchBytes bounds the request bodies packed into one entry; a
+	// larger request goes alone.
+	maxBatchBytes = 4 << 20
+)
+
+// queued is a request waiting to be packed.
+type queued struct {
+	origin, seq uint64
+	req         Request
+	// forwarded carries a SubmitFor's outcome: nil once the batch
+	// committed, else why it did not. Nil for this member's own Submit,
+	// whose Future the FSM or completeLoop completes.
+	forwarded chan error
+	at        time.Time
+}
+
+// batchState is the in-flight bookkeeping, guarded by Node.submitMu.
+type batchState struct {
+	queue    []queued
+	spare    []queued // the previous queue's array, reused
+	bytes    int
+	nextID   uint64
+	inflight map[uint64]struct{} // batch ids proposed and not yet landed
+	closed   bool                // the node stopped: requests fail at once
+}
+
+// enqueueLocked adds a request and proposes a batch if the pacing allows.
+// The caller holds submitMu.
+func (n *Node) enqueueLocked(q queued) {
+	if n.batch.closed {
+		n.failItem(q, ErrStopped)
+		return
+	}
+	if q.req.Op == jute.OpCreateSession {
+		q.req.SessionID = n.nextSession
+		n.nextSession++
+	}
+	n.batch.queue = append(n.batch.queue, q)
+	n.batch.bytes += len(q.req.Body)
+	if len(n.batch.inflight) < n.maxInflight {
+		n.flushLocked()
+	}
+}
+
+// flushLocked proposes the queued requests as one entry (up to
+// maxBatchBytes of bodies). The caller holds submitMu.
+func (n *Node) flushLocked() {
+	b := &n.batch
+	if len(b.queue) == 0 {
+		return
+	}
+	take, size := 0, 0
+	for take < len(b.queue) && (take == 0 || size+len(b.queue[take].req.Body) <= maxBatchBytes) {
+		size += len(b.queue[take].req.Body)
+		take++
+	}
+	items := b.queue[:take]
+	b.nextID++
+	id := b.nextID
+	e := &entry{kind: kindBatch, origin: n.bootID, seq: id, time: time.Now().UnixMilli(), batch: items}
+	data := e.encode()
+	af := n.raft.Apply(data, 0)
+	n.noteProposed(len(data))
+	b.inflight[id] = struct{}{}
+	p := pendingApply{af: af, batch: id, at: time.Now()}
+	for _, it := range items {
+		if it.forwarded != nil {
+			p.forwarded = append(p.forwarded, it.forwarded)
+		} else if it.origin == n.bootID {
+			p.seqs = append(p.seqs, it.seq)
+		}
+	}
+	n.applyq <- p
+	rest := b.queue[take:]
+	if len(rest) == 0 {
+		clear(b.queue)
+		b.queue, b.spare = b.spare[:0], b.queue[:0]
+		b.bytes = 0
+		return
+	}
+	b.queue = append(b.spare[:0], rest...)
+	clear(items)
+	b.spare = items[:0]
+	b.bytes -= size
+}
+
+// batchLanded ends batch id's flight (applied here, or failed) and
+// proposes what waits, on the proposer goroutine: the caller may be the
+// apply goroutine, which must not block on raft.
+func (n *Node) batchLanded(id uint64) {
+	n.submitMu.Lock()
+	_, ok := n.batch.inflight[id]
+	delete(n.batch.inflight, id)
+	more := ok && len(n.batch.queue) > 0
+	n.submitMu.Unlock()
+	if more {
+		select {
+		case n.proposeWake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// proposeLoop proposes the requests queued behind batches in flight once
+// one of them lands.
+func (n *Node) proposeLoop() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.proposeWake:
+		}
+		n.submitMu.Lock()
+		for len(n.batch.queue) > 0 && len(n.batch.inflight) < n.maxInflight {
+			n.flushLocked()
+		}
+		n.submitMu.Unlock()
+	}
+}
+
+// failQueued stops the packing and fails every request still waiting to
+// be packed or in a batch nobody will complete; on Close, after the
+// node's goroutines ended.
+func (n *Node) failQueued(err error) {
+	n.submitMu.Lock()
+	n.batch.closed = true
+	q := n.batch.queue
+	n.batch.queue = nil
+	n.submitMu.Unlock()
+	for _, it := range q {
+		n.failItem(it, err)
+	}
+	for {
+		select {
+		case p := <-n.applyq:
+			for _, seq := range p.seqs {
+				n.fail(seq, err)
+			}
+			for _, ch := range p.forwarded {
+				ch <- err
+			}
+		default:
+			return
+		}
+	}
+}
+
+// failItem fails one request that never made it into a batch.
+func (n *Node) failItem(it queued, err error) {
+	if it.forwarded != nil {
+		it.forwarded <- err
+	} else if it.origin == n.bootID {
+		n.fail(it.seq, err)
+	}
+}
+
+// encodeBatch writes the packed requests: their count, then each one's
+// origin, seq and Request.
+func encodeBatch(enc *jute.Encoder, items []queued) {
+	enc.WriteInt(int32(len(items)))
+	for i := range items {
+		enc.WriteLong(int64(items[i].origin))
+		enc.WriteLong(int64(items[i].seq))
+		items[i].req.Encode(enc)
+	}
+}
+
+// packed is one request of a decoded kindBatch entry.
+type packed struct {
+	origin, seq uint64
+	req         Request
+}
+
+// decodeBatch reads what encodeBatch wrote; errors stick in d.
+func decodeBatch(d *jute.Decoder) []packed {
+	n := d.VectorLen(8 + 8 + 4 + 8 + 4 + 4 + 4)
+	out := make([]packed, 0, max(n, 0))
+	for i := 0; i < n && d.Err() == nil; i++ {
+		var p packed
+		p.origin = uint64(d.ReadLong())
+		p.seq = uint64(d.ReadLong())
+		p.req.decodeIn(d)
+		out = append(out, p)
+	}
+	return out
+}
+
+// batchErr is the error the requests of a failed batch get.
+func batchErr(af raft.ApplyFuture) error {
+	if err := af.Error(); err != nil {
+		return raftErr(err)
+	}
+	return nil
+}

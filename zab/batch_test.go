@@ -1,0 +1,274 @@
+package zab
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/jute"
+)
+
+// pack turns the request entries of es into kindBatch entries of up to
+// size requests each (other entries stay as they are), as a leader packs
+// what waits for the log.
+func pack(es []*entry, size int) []*entry {
+	var out []*entry
+	var cur *entry
+	for i, e := range es {
+		if e.kind != kindRequest {
+			cur = nil
+			out = append(out, e)
+			continue
+		}
+		if cur == nil || len(cur.batch) == size {
+			cur = &entry{kind: kindBatch, origin: 1, seq: uint64(i), time: e.time}
+			out = append(out, cur)
+		}
+		cur.batch = append(cur.batch, queued{origin: e.origin, seq: e.seq, req: e.req})
+	}
+	return out
+}
+
+func TestBatchEntryRoundTrip(t *testing.T) {
+	for _, size := range []int{1, 2, 5} {
+		t.Run(fmt.Sprintf("size=%d", size), func(t *testing.T) {
+			for i, want := range pack(script(), size) {
+				got, err := decodeEntry(want.encode())
+				if err != nil {
+					t.Fatalf("entry %d: %v", i, err)
+				}
+				if want.kind == kindBatch {
+					if len(got.packed) != len(want.batch) {
+						t.Fatalf("entry %d: %d requests decoded, want %d", i, len(got.packed), len(want.batch))
+					}
+					for j, p := range got.packed {
+						w := want.batch[j]
+						if p.origin != w.origin || p.seq != w.seq || p.req.Op != w.req.Op || p.req.SessionID != w.req.SessionID ||
+							!bytes.Equal(p.req.Body, w.req.Body) || p.req.Reject != w.req.Reject {
+							t.Fatalf("entry %d request %d: %+v, want %+v", i, j, p, w)
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// unpack turns every kindBatch entry of es back into one kindRequest entry
+// per request, each with the batch's time (the leader stamps a batch once).
+func unpack(es []*entry) []*entry {
+	var out []*entry
+	for _, e := range es {
+		if e.kind != kindBatch {
+			out = append(out, e)
+			continue
+		}
+		for _, q := range e.batch {
+			out = append(out, &entry{kind: kindRequest, origin: q.origin, seq: q.seq, time: e.time, req: q.req})
+		}
+	}
+	return out
+}
+
+// TestBatchAppliesAsSingleEntries checks that packing changes nothing the
+// FSM computes: the same requests, packed or one per entry, give the same
+// results, zxids and tree (snapshot bytes and digest), whatever the batch
+// size, with a Reject carried inside a batch too.
+func TestBatchAppliesAsSingleEntries(t *testing.T) {
+	es := script()
+	es = append(es, &entry{kind: kindRequest, time: 1020, req: Request{Op: jute.OpReconfig, SessionID: 12, Reject: jute.CodeReconfigDisabled}})
+	for _, size := range []int{1, 3, 100} {
+		t.Run(fmt.Sprintf("size=%d", size), func(t *testing.T) {
+			packed := pack(es, size)
+			single := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+			want := applyAll(t, single, unpack(packed), 3)
+			f := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+			var batches []uint64
+			f.onBatch = func(_, id uint64) { batches = append(batches, id) }
+			got := applyAll(t, f, packed, 3)
+			if len(got) != len(want) || len(got) != len(es)-1 {
+				t.Fatalf("%d results, want %d", len(got), len(want))
+			}
+			for i := range want {
+				if got[i].Zxid != want[i].Zxid || fmt.Sprint(got[i].Err) != fmt.Sprint(want[i].Err) || got[i].SessionID != want[i].SessionID {
+					t.Fatalf("result %d: %+v, want %+v", i, got[i], want[i])
+				}
+			}
+			if got[len(got)-1].Err != jute.CodeReconfigDisabled {
+				t.Fatalf("rejected reconfig in a batch: %v", got[len(got)-1].Err)
+			}
+			// A snapshot is the magic, the raft index applied (which
+			// packing changes), then the state.
+			a, b := snapshotBytes(t, f), snapshotBytes(t, single)
+			if !bytes.Equal(a[:8], b[:8]) || !bytes.Equal(a[16:], b[16:]) {
+				t.Fatal("packed and single entries leave different snapshots")
+			}
+			if f.tree.Load().Digest() != single.tree.Load().Digest() {
+				t.Fatal("digests differ")
+			}
+			if len(batches) == 0 {
+				t.Fatal("onBatch never called")
+			}
+		})
+	}
+}
+
+// TestNodePacksConcurrentWrites submits many writes at once: they share
+// fewer raft entries than there are writes, each still gets its own zxid in
+// submit order, and the tree holds them all.
+func TestNodePacksConcurrentWrites(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	defer n.Close()
+	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	before := n.raft.LastIndex()
+	const writes = 500
+	var futures []*Future
+	for i := range writes {
+		body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/p%d", i), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+		futures = append(futures, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
+	}
+	var last int64
+	for i, f := range futures {
+		r := f.Wait()
+		if r.Err != nil {
+			t.Fatalf("create %d: %v", i, r.Err)
+		}
+		if r.Zxid != last+1 && last != 0 {
+			t.Fatalf("create %d: zxid 0x%x after 0x%x, want consecutive zxids in submit order", i, r.Zxid, last)
+		}
+		last = r.Zxid
+	}
+	entries := n.raft.LastIndex() - before
+	if entries >= writes {
+		t.Fatalf("%d writes took %d raft entries: nothing was packed", writes, entries)
+	}
+	if got := n.Tree().NodeCount(); got < writes {
+		t.Fatalf("%d znodes, want at least %d", got, writes)
+	}
+	t.Logf("%d writes in %d raft entries", writes, entries)
+}
+
+// TestNodeForwardedBatchFailsOnClose checks that requests queued behind
+// batches in flight are answered, not left hanging, when the node closes.
+func TestNodeForwardedBatchFailsOnClose(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	var waits []func() error
+	for i := range 200 {
+		waits = append(waits, n.SubmitFor(n.BootID()+1, uint64(i+1), &Request{Op: jute.OpCreateSession, Timeout: 30000}))
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		var wg sync.WaitGroup
+		for _, w := range waits {
+			wg.Go(func() { _ = w() })
+		}
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("forwarded requests still waiting after Close")
+	}
+	if err := n.SubmitFor(1, 1, &Request{Op: jute.OpCreateSession})(); err != ErrStopped {
+		t.Fatalf("SubmitFor after Close: %v, want ErrStopped", err)
+	}
+}
+
+// TestNodeBatchPacingSettles checks that the pacing does not wedge: after
+// rounds of concurrent writes, nothing stays queued and no batch stays in
+// flight once every write completed.
+func TestNodeBatchPacingSettles(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	defer n.Close()
+	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	for round := range 3 {
+		var fs []*Future
+		for i := range 50 {
+			body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/r%d-%d", round, i), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+			fs = append(fs, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
+		}
+		waitAll(t, fs)
+		n.submitMu.Lock()
+		inflight, queued := len(n.batch.inflight), len(n.batch.queue)
+		n.submitMu.Unlock()
+		if queued != 0 || inflight != 0 {
+			t.Fatalf("round %d: %d queued, %d in flight after every write completed", round, queued, inflight)
+		}
+	}
+}
+
+// failedFuture is a raft future that failed, as for a leader that lost
+// its leadership with the batch in flight.
+type failedFuture struct{ err error }
+
+func (f failedFuture) Error() error          { return f.err }
+func (f failedFuture) Index() uint64         { return 0 }
+func (f failedFuture) Response() interface{} { return nil }
+
+// TestNodeBatchLandsOnFailure checks what a batch raft failed does: its
+// own requests fail with ErrNotLeader, its forwarded ones are answered
+// alike, its flight ends, and the requests queued behind it are proposed.
+func TestNodeBatchLandsOnFailure(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	defer n.Close()
+	seq, own := n.Register()
+	fwd := make(chan error, 1)
+	n.submitMu.Lock()
+	n.batch.nextID++
+	id := n.batch.nextID
+	for range n.maxInflight {
+		n.batch.inflight[id] = struct{}{}
+		id++
+	}
+	n.submitMu.Unlock()
+	// The pacing is full: this request waits in the queue.
+	waiting := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000})
+	n.submitMu.Lock()
+	if len(n.batch.queue) != 1 {
+		n.submitMu.Unlock()
+		t.Fatalf("%d requests queued behind a full pacing, want 1", len(n.batch.queue))
+	}
+	n.submitMu.Unlock()
+	n.applyq <- pendingApply{af: failedFuture{raft.ErrLeadershipLost}, batch: id - uint64(n.maxInflight), seqs: []uint64{seq}, forwarded: []chan error{fwd}}
+	waitAll(t, []*Future{own, waiting})
+	if err := own.Result().Err; err != ErrNotLeader {
+		t.Fatalf("own request of the failed batch: %v, want ErrNotLeader", err)
+	}
+	if err := <-fwd; err != ErrNotLeader {
+		t.Fatalf("forwarded request of the failed batch: %v, want ErrNotLeader", err)
+	}
+	if r := waiting.Result(); r.Err != nil || r.SessionID == 0 {
+		t.Fatalf("request queued behind the failed batch: %+v, want it proposed and applied", r)
+	}
+}
+
+// waitAll waits for every future, failing the test after 20 s.
+func waitAll(t *testing.T, fs []*Future) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i, f := range fs {
+		select {
+		case <-f.Done():
+		case <-ctx.Done():
+			t.Fatalf("request %d of %d never completed", i, len(fs))
+		}
+	}
+}
