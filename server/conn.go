@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -45,14 +46,15 @@ type conn struct {
 	tree           *datatree.Tree // the tree at the handshake; see readLoop
 	dec            jute.Decoder   // the reader's, reset for each request
 	sessionID      atomic.Int64
-	timeout        atomic.Int32 // negotiated session timeout, ms
-	established    atomic.Int64 // ms since the epoch, 0 before the handshake
-	closingSession atomic.Bool  // a closeSession request is in flight
-	lingerExtra    atomic.Int64 // bytes linger reads beyond its 1 MiB: a refused frame's rest
-	readOnly       atomic.Bool  // a read-only session on a member without quorum
-	fourLetter     atomic.Bool  // the connection carries a 4-letter word
-	secure         atomic.Bool  // the connection completed a TLS handshake
-	x509Subject    string       // reader only: the verified client certificate's subject
+	timeout        atomic.Int32    // negotiated session timeout, ms
+	established    atomic.Int64    // ms since the epoch, 0 before the handshake
+	closingSession atomic.Bool     // a closeSession request is in flight
+	lingerExtra    atomic.Int64    // bytes linger reads beyond its 1 MiB: a refused frame's rest
+	readOnly       atomic.Bool     // a read-only session on a member without quorum
+	fourLetter     atomic.Bool     // the connection carries a 4-letter word
+	secure         atomic.Bool     // the connection completed a TLS handshake
+	x509Subject    string          // reader only: the verified client certificate's subject
+	raw            syscall.RawConn // the socket, for writeInline; nil on TLS and wrapped connections
 
 	done      chan struct{}   // closed once by close
 	ctx       context.Context // cancelled by close
@@ -68,6 +70,8 @@ type conn struct {
 		bytes     int
 		writing   bool          // a writer goroutine is draining q
 		idle      bool          // that writer lingers, waiting on wake
+		inline    bool          // writing is a reply being written by writeInline
+		handoff   bool          // a writer was wanted during writeInline: it starts one after
 		wake      chan struct{} // the lingering writer's wake-up (capacity 1), while writing
 		deferring bool          // a watch-setting read is executing: hold its events back
 		holdPath  string        // hold only events on this path ("" with holdAll: all)
@@ -135,6 +139,9 @@ func newConn(s *Server, nc net.Conn, ip string) *conn {
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.ipOnly = []jute.Id{{Scheme: schemeIP, Id: ip}}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		c.raw, _ = tc.SyscallConn()
+	}
 	c.lastRecv.Store(time.Now().UnixMilli())
 	return c
 }
@@ -1057,6 +1064,14 @@ func (c *conn) enqueue(frame []byte, closeAfter, endHold bool) {
 	if c.out.sealed {
 		c.out.deferred = nil
 		c.out.Unlock()
+		return
+	}
+	if !c.out.writing && !closeAfter && len(c.out.q) == 0 && len(c.out.deferred) == 0 && c.raw != nil {
+		// Nothing queued and no writer: write the reply from here, as
+		// far as the socket takes it without waiting.
+		c.out.writing, c.out.inline = true, true
+		c.out.Unlock()
+		c.writeInline(frame)
 		return
 	}
 	c.out.q = append(c.out.q, frame)

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,6 +19,10 @@ var writerPool = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 8<<
 // lock before serve waits on c.wg, so the Add never races the Wait. A
 // lingering writer is woken instead.
 func (c *conn) wantWriter() bool {
+	if c.out.inline {
+		c.out.handoff = true
+		return false
+	}
 	if c.out.writing {
 		if c.out.idle {
 			c.out.idle = false
@@ -32,6 +37,59 @@ func (c *conn) wantWriter() bool {
 	c.out.wake = make(chan struct{}, 1)
 	c.wg.Add(1)
 	return true
+}
+
+// writeInline writes a reply on the caller's goroutine (the reader or
+// the completer) with one non-blocking write, so a reply needs no hand-off
+// to the writer goroutine when the socket has room, as it has unless the
+// client stops reading. The caller claimed the socket by setting
+// c.out.writing while nothing was queued; what the socket did not take,
+// and whatever Notify queued meanwhile, goes to a writer.
+func (c *conn) writeInline(frame []byte) {
+	c.sent.Add(1)
+	c.s.stats.packetsSent.Add(1)
+	c.s.zm.noteResponse(frame)
+	n := 0
+	err := c.raw.Write(func(fd uintptr) bool {
+		var werr error
+		n, werr = syscall.Write(int(fd), frame)
+		if werr != nil || n < 0 {
+			n = 0 // EAGAIN, or an error the writer will meet and report
+		}
+		return true
+	})
+	if err != nil {
+		n = 0
+	}
+	c.out.Lock()
+	c.out.inline = false
+	start := c.out.handoff
+	c.out.handoff = false
+	if n < len(frame) && !c.out.sealed {
+		rest := frame[n:]
+		c.out.q = append(c.out.q, nil)
+		copy(c.out.q[1:], c.out.q)
+		c.out.q[0] = rest
+		c.out.bytes += len(rest)
+		start = true
+	}
+	if !start {
+		c.out.writing = false
+		c.out.Unlock()
+		return
+	}
+	// Frames queued meanwhile, the rest of this one, or a sealed queue
+	// to close: hand the claimed socket to a writer. handoff is only set
+	// by wantWriter, which runs on an unsealed queue or for the reader's
+	// closeAfterWrites, so this Add never races serve's Wait.
+	c.out.wake = make(chan struct{}, 1)
+	c.wg.Add(1)
+	over := c.out.bytes > c.s.cfg.MaxOutQueueBytes
+	c.out.Unlock()
+	c.startWriter(true)
+	if over {
+		c.overflow()
+	}
 }
 
 // signal makes sure a writer drains the output queue, as after the
