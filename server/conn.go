@@ -93,6 +93,7 @@ type conn struct {
 	readsExecuted atomic.Uint64 // reads the completer executed
 	readSignal    chan struct{} // capacity 1: a slot completed (readsExecuted may have grown)
 	rbuf          []byte        // reader only: frame buffer reused across reads
+	frameOwned    bool          // reader only: the current frame is not rbuf, nothing reuses it
 
 	recv     atomic.Int64 // packets received
 	lastRecv atomic.Int64 // ms since the epoch of the last packet (or of the accept)
@@ -465,7 +466,8 @@ func (c *conn) readLoop() bool {
 // readOne reads and handles one request; false when the connection ends.
 func (c *conn) readOne() bool {
 	frame, err := c.readFrameInto(c.rbuf)
-	if cap(frame) <= 256 {
+	c.frameOwned = cap(frame) > 256
+	if !c.frameOwned {
 		c.rbuf = frame // keep a small buffer for the next frame: an idle connection holds no more
 	}
 	if err != nil {
@@ -613,10 +615,14 @@ func (c *conn) prepare(sl *slot, body []byte) {
 			sl.code = jute.CodeConnectionLoss
 			return
 		}
-		// The frame buffer is reused for the next frame: the log keeps
-		// its own copy of the body.
+		// A small frame's buffer is reused for the next frame: the log
+		// then keeps its own copy of the body. A larger one is the
+		// request's alone.
+		if !c.frameOwned {
+			body = append([]byte(nil), body...)
+		}
 		sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(),
-			Body: append([]byte(nil), body...), Reject: reject, Origin: c.seq})
+			Body: body, Reject: reject, Origin: c.seq})
 		return
 	}
 	sl.req = rec

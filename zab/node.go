@@ -301,7 +301,9 @@ func Open(cfg Config) (*Node, error) {
 		rc.CommitTimeout = cfg.CommitTimeout
 	}
 	rc.BatchApplyCh = true
-	rc.MaxAppendEntries = 1024
+	// Client writes are packed (batch.go), so few entries wait at once;
+	// raft allocates a slice of this many pointers for every commit.
+	rc.MaxAppendEntries = 64
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = 10240
