@@ -28,6 +28,7 @@ type ZKMetrics struct {
 	commitsRecv, proposalsRecv   *zkmetrics.Counter
 	quorumAck                    *zkmetrics.Summary
 	batchSize, flushTime         *zkmetrics.Summary
+	packed                       *zkmetrics.Summary
 	propagation, snapLoad        *zkmetrics.Summary
 	dbInit, txnsLoad, txnsLoaded *zkmetrics.Summary
 	unavailable, leaderUnavail   *zkmetrics.Summary
@@ -84,6 +85,7 @@ func NewZKMetrics() *ZKMetrics {
 	m.snapshot = r.Summary("snapshottime", "Duration of each snapshot, in ms.", false)
 	m.election = r.Summary("election_time", "Time an ensemble member went without a leader, in ms.", false)
 	m.batchSize = r.Summary("sync_processor_batch_size", "Log entries stored per fsynced batch (group commit).", false)
+	m.packed = r.Summary("packed_writes", "Client writes the leader packed into one log entry (zkd only).", false)
 	m.flushTime = r.Summary("sync_processor_queue_flush_time_ms", "Time to commit one batch of log entries, fsync included, in ms.", true)
 	m.propagation = r.Summary("propagation_latency", "Time from the leader stamping a request to its apply here, in ms (clocks compared across members).", true)
 	m.snapLoad = r.Summary("startup_snap_load_time", "Time to load the snapshot at start, in ms.", false)
@@ -124,8 +126,11 @@ func (m *ZKMetrics) Observer() zab.Observer {
 				m.commitsRecv.Inc()
 			}
 		},
-		Proposed: func(size int) {
-			m.proposals.Inc()
+		Packed: func(requests int) { m.packed.Observe(int64(requests)) },
+		Proposed: func(size, requests int) {
+			// As ZooKeeper's, one proposal per request: a packed entry
+			// counts its requests.
+			m.proposals.Add(int64(max(requests, 1)))
 			noteSize(&m.lastProposal, &m.minProposal, &m.maxProposal, int64(size))
 		},
 		ProposalReceived: func(n int) { m.proposalsRecv.Add(int64(n)) },

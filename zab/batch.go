@@ -90,7 +90,7 @@ func (n *Node) flushLocked() {
 	e := &entry{kind: kindBatch, origin: n.bootID, seq: id, time: time.Now().UnixMilli(), batch: items}
 	data := e.encode()
 	af := n.raft.Apply(data, 0)
-	n.noteProposed(len(data))
+	n.noteProposed(len(data), len(items))
 	b.inflight[id] = struct{}{}
 	p := pendingApply{af: af, batch: id, at: time.Now()}
 	for _, it := range items {

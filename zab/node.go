@@ -850,7 +850,7 @@ func (n *Node) propose(e *entry) {
 	e.time = time.Now().UnixMilli()
 	data := e.encode()
 	af := n.raft.Apply(data, 0)
-	n.noteProposed(len(data))
+	n.noteProposed(len(data), 0)
 	n.submitMu.Unlock()
 	go func() {
 		if err := af.Error(); err != nil {

@@ -27,8 +27,13 @@ type Observer struct {
 	// this member led when it applied it.
 	Committed func(leader bool)
 	// Proposed is called for each entry this member hands to raft, which
-	// only a leader accepts, with the entry's encoded size.
-	Proposed func(size int)
+	// only a leader accepts, with the entry's encoded size and the client
+	// requests it carries (several when packed, 0 for the leader's own
+	// housekeeping entries). Not on a standalone node.
+	Proposed func(size, requests int)
+	// Packed gets the number of client requests in each entry of packed
+	// requests this member proposes (batch.go), standalone too.
+	Packed func(requests int)
 	// ProposalReceived is called when this member, not leading, stored n
 	// command entries sent by the leader.
 	ProposalReceived func(n int)
@@ -78,10 +83,14 @@ type Observer struct {
 	RequestApplied func(time.Duration)
 }
 
-// noteProposed tells the observer about a proposal of size bytes.
-func (n *Node) noteProposed(size int) {
+// noteProposed tells the observer about a proposal of size bytes
+// carrying requests client requests.
+func (n *Node) noteProposed(size, requests int) {
+	if requests > 0 && n.cfg.Observer.Packed != nil {
+		n.cfg.Observer.Packed(requests)
+	}
 	if !n.standalone && n.cfg.Observer.Proposed != nil {
-		n.cfg.Observer.Proposed(size)
+		n.cfg.Observer.Proposed(size, requests)
 	}
 }
 
