@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # bench-vs-zookeeper.sh measures zkd and Apache ZooKeeper 3.8 (Debian's
 # zookeeper package) side by side on this machine and prints each figure
-# for both servers and their ratio (zkd / ZooKeeper).
+# for both servers, their ratio (zkd / ZooKeeper) and each as a percentage
+# of this machine's ceiling for such a server.
 #
 # Both servers run standalone with fsync on (ZooKeeper's forceSync default,
 # a default JVM), on free loopback ports, with their data directories side
 # by side under one directory (same disk). Every workload runs ROUNDS times,
 # alternating which server goes first; the table shows the median round.
+# Each round also measures the ceiling at the same CLIENTS (zkbench
+# -workload ceiling): a minimal server and client answering at once (the
+# limit of a read) and after a group-committed fdatasync in BENCH_DIR (the
+# limit of a durable write). A write workload's ops/s are compared with the
+# append ceiling in writes (create: 2 per op, the create and the delete;
+# set: 1; lock: 2 per acquisition), get's with the answer ceiling.
 # Then each server gets ZNODES znodes (RSS before and after, from ps -o rss)
 # and is restarted, timing how long until a client can read the last one.
 # ENSEMBLE=3 runs three members of each instead (same machine; the clients
@@ -16,11 +23,15 @@
 # Knobs (environment): ROUNDS=3 DURATION=10s WARMUP=2s CLIENTS=16 SIZE=1024
 # ZNODES=100000 FILL_SIZE=100 WORKLOADS="create set get lock:1 lock:$CLIENTS"
 # (lock:L is the lock workload on L lock paths; L=CLIENTS is uncontended)
-# SERVERS="zkd zookeeper" ENSEMBLE=1 BENCH_DIR=<dir, default a fresh one in
-# /var/tmp>
+# CLIENT=gozk (the client of create, set and get: gozk, the go-zookeeper
+# library, as its users see the servers; or raw, zkbench's minimal client,
+# as lean as the ceiling's, to measure the servers rather than go-zk; lock
+# always uses go-zk's recipe) SERVERS="zkd zookeeper" ENSEMBLE=1
+# BENCH_DIR=<dir, default a fresh one in /var/tmp>
 # KEEP=1 keeps BENCH_DIR and the raw JSON results.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-10s}
@@ -31,12 +42,25 @@ ZNODES=${ZNODES:-100000}
 FILL_SIZE=${FILL_SIZE:-100}
 WORKLOADS=${WORKLOADS:-"create set get lock:1 lock:$CLIENTS"}
 SERVERS=${SERVERS:-"zkd zookeeper"}
+CLIENT=${CLIENT:-gozk}
+case $CLIENT in
+gozk | raw) ;;
+*)
+	echo "bench: CLIENT=$CLIENT: want gozk or raw" >&2
+	exit 2
+	;;
+esac
 GO=${GO:-go}
 command -v "$GO" >/dev/null 2>&1 || GO=/usr/local/go/bin/go
 BENCH_DIR=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/var/tmp}/zkd-bench.XXXXXX")}
 mkdir -p "$BENCH_DIR" bin
 
 log() { echo "bench: $*" >&2; }
+
+KNOBS="ROUNDS=$ROUNDS DURATION=$DURATION WARMUP=$WARMUP CLIENTS=$CLIENTS SIZE=$SIZE ZNODES=$ZNODES FILL_SIZE=$FILL_SIZE"
+KNOBS+=" WORKLOADS=\"$WORKLOADS\" CLIENT=$CLIENT SERVERS=\"$SERVERS\" ENSEMBLE=${ENSEMBLE:-1} BENCH_DIR=$BENCH_DIR"
+log "$KNOBS"
+log "load average at the start: $LOAD_START"
 
 "$GO" build -o bin/zkbench ./cmd/zkbench
 ZKBENCH=$PWD/bin/zkbench
@@ -175,13 +199,22 @@ record() { python3 -c 'import json,sys; r=json.loads(sys.argv[2]); r["server"]=s
 
 order=($SERVERS)
 for ((round = 1; round <= ROUNDS; round++)); do
+	# The machine's ceiling at the same load, data on the servers' disk.
+	for mode in append answer; do
+		log "round $round/$ROUNDS ceiling $mode"
+		record ceiling "$("$ZKBENCH" -workload ceiling -ceiling "$mode" -ceiling-dir "$BENCH_DIR" -clients "$CLIENTS" \
+			-duration "$DURATION" -warmup "$WARMUP" -json)"
+	done
 	for w in $WORKLOADS; do
 		name=${w%%:*}
 		args=(-workload "$name" -clients "$CLIENTS" -duration "$DURATION" -warmup "$WARMUP" -size "$SIZE" -json)
-		if [ "$name" = lock ]; then
+		case $name in
+		create | set | get) args+=(-client "$CLIENT") ;;
+		lock)
 			args+=(-locks "${w#lock:}")
 			[ "$w" = lock ] && args[-1]=1
-		fi
+			;;
+		esac
 		for s in "${order[@]}"; do
 			log "round $round/$ROUNDS $w on $s"
 			record "$s" "$("$ZKBENCH" -servers "$(addrs "$s")" "${args[@]}")"
@@ -210,41 +243,69 @@ print(json.dumps({"server":sys.argv[1],"workload":"znodes","rss_before_kb":int(s
 		"$s" "$fill" "$before" "$after" "$restarted" "$t0" "$t1" >>"$RESULTS"
 done
 
+LOAD_END=$(cut -d' ' -f1-3 /proc/loadavg)
+log "load average at the end: $LOAD_END"
+
+echo "knobs: $KNOBS"
+echo "load average (1, 5, 15 min) on $(nproc) CPUs: $LOAD_START at the start, $LOAD_END at the end"
+echo
 python3 - "$RESULTS" "$ZNODES" <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 znodes = int(sys.argv[2])
 servers = ["zkd", "zookeeper"]
+# The ceiling each workload is compared with, and its writes (or reads) per op.
+per_op = {"create": ("append", 2), "set": ("append", 1), "lock": ("append", 2),
+          "get": ("answer", 1), "token": ("answer", 1)}
 
 def ratio(a, b):
     return f"{a / b:.2f}x" if a is not None and b else "-"
+
+def pct(a, b):
+    return f"{100 * a / b:.1f}%" if a is not None and b else "-"
 
 def fmt(v, unit=""):
     if v is None:
         return "-"
     return f"{v:,.1f}{unit}" if isinstance(v, float) else f"{v:,}{unit}"
 
-bench = {}
-for r in rows:
-    if r["workload"] == "znodes":
-        continue
-    key = r["workload"] + (f" locks={r['locks']}" if r["workload"] == "lock" else "")
-    bench.setdefault(key, {}).setdefault(r["server"], []).append(r)
-
 def median(rs, f):
     return statistics.median(f(r) for r in rs) if rs else None
 
-lines = [("figure", "zkd", "zookeeper", "zkd/zk")]
+ops = lambda r: r["ops_per_sec"]
+quantiles = (("p50 ms", lambda r: r["latency_us"]["p50"] / 1000),
+             ("p99 ms", lambda r: r["latency_us"]["p99"] / 1000),
+             ("p999 ms", lambda r: r["latency_us"]["p999"] / 1000))
+
+bench, ceiling = {}, {}
+for r in rows:
+    if r["workload"] == "znodes":
+        continue
+    if r["server"] == "ceiling":
+        ceiling.setdefault(r["workload"].removeprefix("ceiling-"), []).append(r)
+        continue
+    key = r["workload"] + (f" locks={r['locks']}" if r["workload"] == "lock" else "")
+    key += f" ({r.get('client', 'gozk')})"
+    bench.setdefault(key, {}).setdefault(r["server"], []).append(r)
+
+lines = [("figure", "zkd", "zookeeper", "zkd/zk", "ceiling", "zkd % of ceiling", "zk % of ceiling")]
+for mode, what in (("append", "durable writes"), ("answer", "reads")):
+    rs = ceiling.get(mode, [])
+    lines.append((f"ceiling {mode} ops/s ({what})", "", "", "", fmt(median(rs, ops)), "", ""))
+    for label, f in quantiles[:2]:
+        lines.append((f"ceiling {mode} {label}", "", "", "", fmt(median(rs, f)), "", ""))
 for key, by in bench.items():
-    for label, f in (("ops/s", lambda r: r["ops_per_sec"]),
-                     ("p50 ms", lambda r: r["latency_us"]["p50"] / 1000),
-                     ("p99 ms", lambda r: r["latency_us"]["p99"] / 1000),
-                     ("p999 ms", lambda r: r["latency_us"]["p999"] / 1000)):
+    mode, n = per_op.get(key.split()[0], (None, 1))
+    c = median(ceiling.get(mode, []), ops)
+    c = c / n if c is not None else None
+    a, b = (median(by.get(s, []), ops) for s in servers)
+    lines.append((f"{key} ops/s", fmt(a), fmt(b), ratio(a, b), fmt(c), pct(a, c), pct(b, c)))
+    for label, f in quantiles:
         a, b = (median(by.get(s, []), f) for s in servers)
-        lines.append((f"{key} {label}", fmt(a), fmt(b), ratio(a, b)))
+        lines.append((f"{key} {label}", fmt(a), fmt(b), ratio(a, b), "", "", ""))
     errs = {s: sum(r["errors"] for r in by.get(s, [])) for s in servers}
     if any(errs.values()):
-        lines.append((f"{key} errors", fmt(errs["zkd"]), fmt(errs["zookeeper"]), ""))
+        lines.append((f"{key} errors", fmt(errs["zkd"]), fmt(errs["zookeeper"]), "", "", "", ""))
 mem = {r["server"]: r for r in rows if r["workload"] == "znodes"}
 def m(s, k, scale=1.0):
     return mem[s][k] / scale if s in mem else None
@@ -254,10 +315,16 @@ for label, k, scale in (("RSS before fill MiB", "rss_before_kb", 1024.0),
                         (f"restart with {znodes:,} znodes s", "restart_s", 1.0),
                         ("fill creates/s", "fill_per_sec", 1.0)):
     a, b = m("zkd", k, scale), m("zookeeper", k, scale)
-    lines.append((label, fmt(a), fmt(b), ratio(a, b)))
-w = [max(len(l[i]) for l in lines) for i in range(4)]
+    lines.append((label, fmt(a), fmt(b), ratio(a, b), "", "", ""))
+w = [max(len(l[i]) for l in lines) for i in range(len(lines[0]))]
 for i, l in enumerate(lines):
-    print(f"{l[0]:<{w[0]}}  {l[1]:>{w[1]}}  {l[2]:>{w[2]}}  {l[3]:>{w[3]}}")
+    print("  ".join([f"{l[0]:<{w[0]}}"] + [f"{v:>{x}}" for v, x in zip(l[1:], w[1:])]).rstrip())
     if i == 0:
         print("  ".join("-" * x for x in w))
+print("""
+ceiling: zkbench -workload ceiling, a minimal server and client at the same clients; append answers
+after a group-committed fdatasync on the servers' disk, answer at once. On an ops/s row the ceiling
+is in that workload's ops: the append ceiling over the writes per op (create 2, the create and the
+delete; set 1; lock 2 per acquisition), or the answer ceiling for get. % of ceiling is the median
+ops/s over it.""")
 EOF

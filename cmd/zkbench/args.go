@@ -56,6 +56,7 @@ type config struct {
 	dial           zk.Dialer // plain TCP, or TLS with -tls-ca
 	ceiling        string    // ceiling: answer or append
 	ceilingDir     string    // ceiling append: where the log file goes
+	client         string    // create, set, get: gozk, or raw (raw_client.go)
 }
 
 // parseArgs parses and validates zkbench's flags. Usage and flag errors go
@@ -92,6 +93,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.reconnect, "reconnect", false, "sessions: resume a disconnected session on the next server, as a client library does")
 	fs.StringVar(&c.ceiling, "ceiling", "append", "for -workload ceiling: the minimal server, "+strings.Join(ceilingModes, " or "))
 	fs.StringVar(&c.ceilingDir, "ceiling-dir", os.TempDir(), "for -workload ceiling -ceiling append: the `directory` (disk) of the log")
+	fs.StringVar(&c.client, "client", clientGozk, "create, set, get: the client, gozk (go-zookeeper) or raw (minimal, one goroutine per session, on zkd's jute codec; closed loop only)")
 	var tf tlsFlags
 	fs.StringVar(&tf.ca, "tls-ca", "", "connect over TLS, trusting the CA certificate in this PEM `file`")
 	fs.StringVar(&tf.cert, "tls-cert", "", "client certificate PEM `file` for TLS (with -tls-key)")
@@ -169,6 +171,15 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.rate < 0 || (c.rate > 0 && !slices.Contains([]string{"create", "set", "get"}, c.workload)) {
 		return config{}, fmt.Errorf("zkbench: -rate %v: want 0, or more with -workload create, set or get", c.rate)
+	}
+	if !slices.Contains(clientKinds, c.client) {
+		return config{}, fmt.Errorf("zkbench: -client %q: want one of %s", c.client, strings.Join(clientKinds, ", "))
+	}
+	if c.client == clientRaw && !slices.Contains(rawWorkloads, c.workload) {
+		return config{}, fmt.Errorf("zkbench: -client raw runs -workload %s only, not %s", strings.Join(rawWorkloads, ", "), c.workload)
+	}
+	if c.client == clientRaw && c.rate > 0 {
+		return config{}, fmt.Errorf("zkbench: -client raw runs closed loops only: drop -rate or use -client gozk")
 	}
 	if c.workload == "ceiling" && !slices.Contains(ceilingModes, c.ceiling) {
 		return config{}, fmt.Errorf("zkbench: -ceiling %q: want one of %s", c.ceiling, strings.Join(ceilingModes, ", "))

@@ -21,7 +21,7 @@ func TestParseArgs(t *testing.T) {
 		{"defaults", nil, func(c config) bool {
 			return slices.Equal(c.servers, []string{"127.0.0.1:2181"}) && c.workload == "set" && c.clients == 8 &&
 				c.duration == 10*time.Second && c.warmup == 2*time.Second && c.size == 1024 && c.locks == 1 &&
-				c.root == pidRoot && !c.json
+				c.root == pidRoot && !c.json && c.client == "gozk"
 		}, ""},
 		{"full", strings.Fields("-servers 127.0.0.1:1,localhost:2, -workload lock -clients 16 -locks 16 -duration 3s -warmup 0s -json -hold 1ms"),
 			func(c config) bool {
@@ -38,6 +38,11 @@ func TestParseArgs(t *testing.T) {
 		{"sasl session", strings.Fields("-workload session -sasl-user bob -sasl-password pw"),
 			func(c config) bool { return c.workload == "session" && c.saslUser == "bob" && c.saslPassword == "pw" }, ""},
 		{"rate", strings.Fields("-workload set -rate 250.5"), func(c config) bool { return c.rate == 250.5 }, ""},
+		{"raw client", strings.Fields("-workload create -client raw"), func(c config) bool { return c.client == "raw" }, ""},
+		{"raw client on lock", strings.Fields("-workload lock -client raw"), nil, "-client raw runs -workload create, set, get only"},
+		{"raw client on token", strings.Fields("-workload token -client raw"), nil, "-client raw runs"},
+		{"raw client open loop", strings.Fields("-workload get -client raw -rate 100"), nil, "closed loops only"},
+		{"unknown client", strings.Fields("-client curator"), nil, "-client"},
 		{"rate on lock", strings.Fields("-workload lock -rate 10"), nil, "-rate"},
 		{"negative rate", strings.Fields("-rate -1"), nil, "-rate"},
 		{"sasl on another workload", strings.Fields("-workload get -sasl-user bob"), nil, "-sasl-user applies to -workload session only"},
@@ -111,13 +116,13 @@ func TestValidPath(t *testing.T) {
 }
 
 func TestResultWrite(t *testing.T) {
-	r := &result{Workload: "lock", Servers: []string{"a:1"}, Clients: 4, Locks: 2, Seconds: 2, Ops: 100, OpsPerSec: 50,
+	r := &result{Workload: "lock", Client: "gozk", Servers: []string{"a:1"}, Clients: 4, Locks: 2, Seconds: 2, Ops: 100, OpsPerSec: 50,
 		Latency: latency{P50: 1500, P90: 2000, P99: 3000, P999: 1.5e6, Max: 2e6, Mean: 900}}
 	var text strings.Builder
 	if err := r.write(&text, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"workload=lock clients=4 locks=2", "lock ops/s 50.0", "p50=1.50ms", "p999=1.50s", "mean=900µs"} {
+	for _, want := range []string{"workload=lock clients=4 locks=2", "servers=a:1 client=gozk\n", "lock ops/s 50.0", "p50=1.50ms", "p999=1.50s", "mean=900µs"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("text output lacks %q:\n%s", want, text.String())
 		}
@@ -126,7 +131,7 @@ func TestResultWrite(t *testing.T) {
 	if err := r.write(&js, true); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"ops_per_sec":50`, `"p99":3000`, `"locks":2`} {
+	for _, want := range []string{`"client":"gozk"`, `"ops_per_sec":50`, `"p99":3000`, `"locks":2`} {
 		if !strings.Contains(js.String(), want) {
 			t.Errorf("JSON output lacks %q: %s", want, js.String())
 		}

@@ -28,10 +28,7 @@ func runFill(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 	if err := ensurePath(conns[0], cfg.root); err != nil {
 		return nil, err
 	}
-	data := make([]byte, cfg.size)
-	for i := range data {
-		data[i] = byte('a' + i%26)
-	}
+	data := benchData(cfg.size)
 	var next atomic.Int64
 	var errs atomic.Uint64
 	var mu sync.Mutex

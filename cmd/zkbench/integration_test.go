@@ -151,6 +151,47 @@ func TestIntegration_ZkdToken(t *testing.T) {
 	assertGone(t, s.Addr, "/zkbench-test")
 }
 
+// TestIntegration_RawClient runs the create, set and get workloads with
+// -client raw against zkd and ZooKeeper: operations and no errors, the
+// result says which client, and nothing is left behind.
+func TestIntegration_RawClient(t *testing.T) {
+	servers := []struct {
+		name  string
+		start func(testing.TB, zkproc.Options) *zkproc.Server
+	}{
+		{"zkd", zkproc.StartZkd},
+		{"zookeeper", zkproc.StartZooKeeper},
+	}
+	for _, srv := range servers {
+		t.Run("server="+srv.name, func(t *testing.T) {
+			s := srv.start(t, zkproc.Options{})
+			for _, workload := range rawWorkloads {
+				t.Run("workload="+workload, func(t *testing.T) {
+					// Two servers in the list: the clients spread over
+					// both addresses (here the same server twice).
+					cfg, err := parseArgs([]string{"-servers", s.Addr + "," + s.Addr, "-workload", workload, "-client", "raw",
+						"-clients", "3", "-duration", "300ms", "-warmup", "100ms", "-size", "100", "-root", "/zkbench-raw"}, io.Discard)
+					if err != nil {
+						t.Fatal(err)
+					}
+					res, err := run(context.Background(), cfg, io.Discard)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Ops == 0 || res.Errors != 0 || res.Client != "raw" {
+						t.Fatalf("ops %d, errors %d (last %v), client %q: want ops, no errors, client raw",
+							res.Ops, res.Errors, res.lastErr, res.Client)
+					}
+					if res.Latency.P50 <= 0 || res.Latency.P50 > res.Latency.Max {
+						t.Errorf("latency quantiles out of order: %+v", res.Latency)
+					}
+					assertGone(t, s.Addr, "/zkbench-raw")
+				})
+			}
+		})
+	}
+}
+
 // failover runs the set workload while s is killed and restarted: the
 // clients must keep going through the outage (go-zk reconnects and resumes
 // the session) and the interval lines must show work after the restart.

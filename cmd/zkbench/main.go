@@ -22,6 +22,14 @@
 //	        DIGEST-MD5 if -sasl-user/-sasl-password are set, close it: new
 //	        (authenticated) sessions per second
 //
+// -client raw runs create, set and get (closed loop only) through a minimal
+// client on zkd's own jute codec (cmd/zkbench/raw_client.go): one goroutine
+// and one connection per session, one request at a time, reused buffers,
+// client i on server i mod the number of -servers. go-zk costs the machine
+// up to a core, which a small machine takes from the server; raw measures
+// the server with a client as lean as the ceiling's (below). Setup and
+// cleanup still go through one go-zk session.
+//
 // -tls-ca ca.pem connects over TLS (a secureClientPort), trusting that CA;
 // -tls-cert and -tls-key add a client certificate.
 //

@@ -10,7 +10,10 @@ import (
 
 // result is what one zkbench run measured. Latencies are in microseconds.
 type result struct {
-	Workload  string   `json:"workload"`
+	Workload string `json:"workload"`
+	// Client is the client library of create, set, get, token and lock:
+	// "gozk" or "raw" (-client).
+	Client    string   `json:"client,omitempty"`
 	Servers   []string `json:"servers"`
 	Clients   int      `json:"clients"`
 	Locks     int      `json:"locks,omitempty"`
@@ -141,7 +144,11 @@ func (r *result) write(w io.Writer, asJSON bool) error {
 		} else {
 			fmt.Fprintf(&b, " size=%d", r.Size)
 		}
-		fmt.Fprintf(&b, " servers=%s\n", strings.Join(r.Servers, ","))
+		fmt.Fprintf(&b, " servers=%s", strings.Join(r.Servers, ","))
+		if r.Client != "" {
+			fmt.Fprintf(&b, " client=%s", r.Client)
+		}
+		b.WriteString("\n")
 		fmt.Fprintf(&b, "%-10s %.1f (%d ops in %.2fs, %d errors)\n", what, r.OpsPerSec, r.Ops, r.Seconds, r.Errors)
 		l := r.Latency
 		fmt.Fprintf(&b, "%-10s p50=%s p90=%s p99=%s p999=%s max=%s mean=%s\n", lat,

@@ -163,8 +163,11 @@ func deleteTree(c *zk.Conn, p string) error {
 type op func(c *client) (time.Duration, error)
 
 // runBench sets up cfg.root, runs the closed loops for warmup plus duration
-// and removes cfg.root again.
+// and removes cfg.root again. With -client raw, runRaw does.
 func runBench(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
+	if cfg.client == clientRaw {
+		return runRaw(ctx, cfg, logw)
+	}
 	conns, err := connectAll(ctx, cfg, logw, cfg.clients)
 	if err != nil {
 		return nil, err
@@ -174,10 +177,7 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 	for i, c := range conns {
 		clients[i] = &client{id: i, conn: c, hist: NewHistogram()}
 	}
-	data := make([]byte, cfg.size)
-	for i := range data {
-		data[i] = byte('a' + i%26)
-	}
+	data := benchData(cfg.size)
 
 	cleanup := func() error {
 		// Closing the sessions removes their ephemerals; then the tree.
@@ -278,6 +278,9 @@ func runBench(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 		elapsed = drive(ctx, clients, fn, cfg.warmup, cfg.duration, cfg.interval, logw)
 	}
 	res := collect(cfg, clients, elapsed)
+	if cfg.workload != "session" { // which speaks the protocol itself
+		res.Client = clientGozk
+	}
 	if err := cleanup(); err != nil {
 		return res, err
 	}
