@@ -456,11 +456,26 @@ func (c *conn) readLoop() bool {
 			c.handOff()
 			return true
 		}
-		c.nc.SetReadDeadline(c.readDeadline())
+		if !c.frameBuffered() {
+			// The rest of the frame is still to come: wait for it as
+			// long as for any packet. (A whole buffered frame needs no
+			// deadline: reading it makes no system call.)
+			c.nc.SetReadDeadline(c.readDeadline())
+		}
 		if !c.readOne() {
 			return false
 		}
 	}
+}
+
+// frameBuffered reports whether a whole frame is in the read buffer.
+func (c *conn) frameBuffered() bool {
+	n := c.br.Buffered()
+	if n < 4 {
+		return false
+	}
+	p, err := c.br.Peek(4)
+	return err == nil && int64(binary.BigEndian.Uint32(p)) <= int64(n-4)
 }
 
 // readOne reads and handles one request; false when the connection ends.
