@@ -1,0 +1,520 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+)
+
+var (
+	_ raft.LogStore          = (*Log)(nil)
+	_ raft.MonotonicLogStore = (*Log)(nil)
+)
+
+// Limits of Options.SegmentSize.
+const (
+	// DefaultSegmentSize is the size of a segment file in bytes (64 MiB).
+	DefaultSegmentSize = 64 << 20
+	// MinSegmentSize is the smallest SegmentSize allowed (1 KiB), for
+	// tests that want many segments.
+	MinSegmentSize = 1 << 10
+	// MaxSegmentSize is the largest size of any segment file (4 GiB - 1):
+	// record offsets are kept as uint32.
+	MaxSegmentSize = 1<<32 - 1
+)
+
+// ErrClosed is returned by operations on a closed Log.
+var ErrClosed = errors.New("wal: closed")
+
+// Options configures Open.
+type Options struct {
+	// Dir is the directory of the log's files; it is created if missing and
+	// must hold nothing else. Required.
+	Dir string
+	// NoSync skips every fdatasync and fsync, and preallocates segments as
+	// sparse files instead of writing zeros. For tests only: with it a
+	// crash can lose acknowledged raft entries.
+	NoSync bool
+	// SegmentSize is the size in bytes of a segment file, between
+	// MinSegmentSize and MaxSegmentSize. A batch bigger than that gets a
+	// segment of its own sized to fit. Default DefaultSegmentSize.
+	SegmentSize int64
+	// Logger receives recovery warnings (torn writes dropped) and
+	// background errors. Default: a no-op logger.
+	Logger *zap.Logger
+	// OnAppend, when set, is called after each successful StoreLogs (and
+	// StoreLog) with the number of entries stored, how many of them were
+	// commands (raft.LogCommand), and how long the call took, fdatasync
+	// included; on the caller's (raft's) goroutine. It must not block.
+	OnAppend func(entries, commands int, took time.Duration)
+	// OnSync, when set, is called after each fdatasync of a segment file
+	// (one per StoreLogs, plus those of DeleteRange and recovery) with its
+	// duration, on the goroutine that synced. It must not block. It is not
+	// called with NoSync.
+	OnSync func(took time.Duration)
+}
+
+// Validate reports the first bad field of o.
+func (o *Options) Validate() error {
+	switch {
+	case o.Dir == "":
+		return errors.New("wal: Options.Dir is required")
+	case o.SegmentSize != 0 && o.SegmentSize < MinSegmentSize:
+		return fmt.Errorf("wal: Options.SegmentSize %d is below the minimum %d", o.SegmentSize, MinSegmentSize)
+	case o.SegmentSize > MaxSegmentSize:
+		return fmt.Errorf("wal: Options.SegmentSize %d is above the maximum %d", o.SegmentSize, int64(MaxSegmentSize))
+	}
+	return nil
+}
+
+// Log is hashicorp/raft's log kept in preallocated segment files. It
+// implements raft.LogStore and raft.MonotonicLogStore. Every method is safe
+// for concurrent use; GetLog, FirstIndex and LastIndex never wait for an
+// fdatasync.
+//
+// Lock order: w, then mu. spare is taken with w held or alone, never with
+// mu held.
+type Log struct {
+	dir         string
+	noSync      bool
+	segmentSize int64
+	log         *zap.Logger
+	onAppend    func(entries, commands int, took time.Duration)
+	onSync      func(time.Duration)
+
+	closed atomic.Bool
+	// bounds is the log's first and last index as one value, replaced (never
+	// modified) under mu, so readers never see a first from one update and
+	// a last from another. Never nil.
+	bounds atomic.Pointer[bounds]
+
+	// w serializes the writers: StoreLogs, DeleteRange and Close.
+	w struct {
+		sync.Mutex
+		buf     []byte // encoding buffer of a batch, reused
+		rel     []int  // offset of each record of the batch in buf
+		nextSeq uint64 // sequence number of the next segment
+		// failed is the first write or sync error; after it every write
+		// fails until the log is reopened, because what reached the disk is
+		// unknown.
+		failed error
+	}
+
+	// mu guards the segment list against readers. The list, and each
+	// segment's offsets and end, change only with both w and mu held, so a
+	// writer holding w reads them without mu.
+	mu struct {
+		sync.RWMutex
+		segs []*segment // by base index; the last is the tail
+	}
+
+	// spare is the preallocated file the next rotation renames into a
+	// segment; its own goroutine prepares it.
+	spare struct {
+		sync.Mutex
+		f *os.File // named spareName; nil when none is ready
+	}
+	spareBytes  atomic.Int64 // size of the ready spare, for Metrics
+	spareWanted chan struct{}
+	stop        chan struct{} // closed by Close
+	wg          sync.WaitGroup
+
+	// counters for Metrics.
+	appends         atomic.Uint64
+	appendedEntries atomic.Uint64
+	appendedBytes   atomic.Uint64
+	syncs           atomic.Uint64
+	lastAppendNs    atomic.Int64
+}
+
+// bounds is the log's first and last index; both are 0 when empty is set.
+// (Index 0 is a valid raft.Log index to this package, so emptiness has its
+// own flag.)
+type bounds struct {
+	first, last uint64
+	empty       bool
+}
+
+var emptyBounds = &bounds{empty: true}
+
+// segment is one open segment file.
+type segment struct {
+	seq  uint64
+	base uint64 // index of its first record
+	path string
+	f    *os.File
+	size int64  // file size: its capacity
+	seed uint32 // crcSeed(seq)
+	// offsets holds the offset of each record (index base+i at offsets[i]);
+	// end is the offset after the last record. See Log.mu.
+	offsets []uint32
+	end     int64
+}
+
+// Open opens the log in opts.Dir, creating the directory if needed, and
+// recovers it: it removes half-made files, checks every segment header and
+// record, wipes a torn write at the end of the newest segment (logging a
+// warning) and refuses to open if any other record is bad. See the package
+// documentation for the rules.
+func Open(opts Options) (*Log, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.SegmentSize == 0 {
+		opts.SegmentSize = DefaultSegmentSize
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("wal: create directory %s: %w", opts.Dir, err)
+	}
+	l := &Log{
+		dir:         opts.Dir,
+		noSync:      opts.NoSync,
+		segmentSize: opts.SegmentSize,
+		log:         opts.Logger,
+		onAppend:    opts.OnAppend,
+		onSync:      opts.OnSync,
+		spareWanted: make(chan struct{}, 1),
+		stop:        make(chan struct{}),
+	}
+	l.bounds.Store(emptyBounds)
+	if err := l.recover(); err != nil {
+		for _, s := range l.mu.segs {
+			_ = s.f.Close()
+		}
+		if l.spare.f != nil {
+			_ = l.spare.f.Close()
+		}
+		return nil, err
+	}
+	l.wg.Add(1)
+	go l.spareLoop()
+	l.wantSpare()
+	return l, nil
+}
+
+// recover loads the directory into l; see Open.
+func (l *Log) recover() error {
+	ents, err := os.ReadDir(l.dir)
+	if err != nil {
+		return fmt.Errorf("wal: read directory %s: %w", l.dir, err)
+	}
+	var (
+		seqs     []uint64
+		floor    uint64 // segments at or below it are void (reset marker)
+		hasSpare bool
+		removed  bool
+	)
+	for _, e := range ents {
+		name := e.Name()
+		path := filepath.Join(l.dir, name)
+		switch {
+		case strings.HasSuffix(name, ".tmp"):
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("wal: remove %s: %w", path, err)
+			}
+			l.log.Info("wal: removed a half-made file", zap.String("path", path))
+		case name == resetName:
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("wal: read %s: %w", path, err)
+			}
+			if floor, err = decodeReset(path, b); err != nil {
+				return err
+			}
+		case name == spareName:
+			hasSpare = true
+		default:
+			if seq, ok := parseSegmentName(name); ok {
+				seqs = append(seqs, seq)
+			}
+		}
+	}
+	slices.Sort(seqs)
+	l.w.nextSeq = floor + 1
+	if len(seqs) > 0 {
+		l.w.nextSeq = max(l.w.nextSeq, seqs[len(seqs)-1]+1)
+	}
+	for i, seq := range seqs {
+		path := filepath.Join(l.dir, segmentName(seq))
+		if seq <= floor {
+			// DeleteRange emptied the log but crashed before removing
+			// every segment.
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("wal: remove %s: %w", path, err)
+			}
+			removed = true
+			l.log.Info("wal: removed a segment of an emptied log", zap.String("path", path))
+			continue
+		}
+		seg, zeroHeader, err := openSegment(path, seq)
+		if err != nil {
+			return err
+		}
+		if zeroHeader && i == len(seqs)-1 {
+			// The newest segment was renamed into place but its first
+			// write (header and batch, one pwrite) never reached the disk:
+			// that batch was never acknowledged.
+			_ = seg.f.Close()
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("wal: remove %s: %w", path, err)
+			}
+			removed = true
+			l.log.Warn("wal: removed a new segment whose first write was lost", zap.String("path", path))
+			continue
+		}
+		if zeroHeader {
+			_ = seg.f.Close()
+			return &formatError{fmt.Sprintf("wal: %s: bad segment header (all zeros) in a segment that is not the newest", path)}
+		}
+		l.mu.segs = append(l.mu.segs, seg)
+	}
+	segs := l.mu.segs
+	var entries uint64
+	for i, seg := range segs {
+		res, err := scanSegment(seg.f, seg.path, seg.size, segHeader{seq: seg.seq, base: seg.base})
+		if err != nil {
+			return err
+		}
+		n := uint64(len(res.offsets))
+		if i+1 < len(segs) {
+			next := segs[i+1]
+			if next.base < seg.base {
+				return &formatError{fmt.Sprintf("wal: %s: base index %d is below base index %d of the older segment %s",
+					next.path, next.base, seg.base, seg.path)}
+			}
+			switch want := next.base - seg.base; {
+			case n < want:
+				return &CorruptError{Path: seg.path, Offset: res.end, Index: seg.base + n, Reason: res.stop.String()}
+			case n > want:
+				return &formatError{fmt.Sprintf("wal: %s: holds indexes %d-%d but the next segment %s starts at index %d",
+					seg.path, seg.base, seg.base+n-1, next.path, next.base)}
+			}
+		} else if err := l.repairTail(seg, res); err != nil {
+			return err
+		}
+		seg.offsets, seg.end = res.offsets, res.end
+		entries += n
+	}
+	if entries == 0 && len(segs) > 0 {
+		// Only empty segments (a rotation whose batch was lost): the log
+		// is empty, and its next append may start at any index.
+		for _, seg := range segs {
+			_ = seg.f.Close()
+			if err := os.Remove(seg.path); err != nil {
+				return fmt.Errorf("wal: remove %s: %w", seg.path, err)
+			}
+		}
+		l.mu.segs, segs, removed = nil, nil, true
+	}
+	if removed && !l.noSync {
+		if err := syncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	if len(segs) > 0 {
+		tail := segs[len(segs)-1]
+		l.bounds.Store(&bounds{first: segs[0].base, last: tail.base + uint64(len(tail.offsets)) - 1})
+	}
+	if hasSpare {
+		path := filepath.Join(l.dir, spareName)
+		if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+			if fi, err := f.Stat(); err == nil && fi.Size() == l.segmentSize {
+				l.spare.f = f
+				l.spareBytes.Store(fi.Size())
+			} else {
+				_ = f.Close()
+			}
+		}
+		if l.spare.f == nil {
+			if err := os.Remove(path); err != nil {
+				return fmt.Errorf("wal: remove %s: %w", path, err)
+			}
+		}
+	}
+	b := l.bounds.Load()
+	l.log.Debug("wal: opened", zap.String("dir", l.dir), zap.Int("segments", len(segs)),
+		zap.Uint64("first_index", b.first), zap.Uint64("last_index", b.last))
+	return nil
+}
+
+// openSegment opens the segment file path and checks its header. A header
+// of all zeros is reported as zeroHeader with a nil error: the caller
+// decides whether that is a lost rotation or corruption.
+func openSegment(path string, seq uint64) (seg *segment, zeroHeader bool, err error) {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, false, fmt.Errorf("wal: open %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+		}
+	}()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, false, fmt.Errorf("wal: stat %s: %w", path, err)
+	}
+	size := fi.Size()
+	if size < headerSize {
+		return nil, false, &formatError{fmt.Sprintf("wal: %s: bad segment header (file is %d bytes)", path, size)}
+	}
+	if size > MaxSegmentSize {
+		return nil, false, &formatError{fmt.Sprintf("wal: %s: %d bytes is larger than any segment", path, size)}
+	}
+	hb := make([]byte, headerSize)
+	if _, err := f.ReadAt(hb, 0); err != nil {
+		return nil, false, fmt.Errorf("wal: read %s: %w", path, err)
+	}
+	seg = &segment{seq: seq, path: path, f: f, size: size, seed: crcSeed(seq), end: headerSize}
+	if isZero(hb) {
+		return seg, true, nil
+	}
+	h, err := decodeHeader(hb)
+	if err != nil {
+		return nil, false, &formatError{fmt.Sprintf("wal: %s: bad segment header (%v)", path, err)}
+	}
+	if h.seq != seq {
+		return nil, false, &formatError{fmt.Sprintf("wal: %s: bad segment header (sequence %d does not match the file name)", path, h.seq)}
+	}
+	seg.base = h.base
+	return seg, false, nil
+}
+
+// repairTail wipes what follows the last good record of the tail segment
+// if it is not all zeros: a torn write from a crash during the last batch,
+// which raft never saw acknowledged. Zeroing it keeps its records from
+// validating again once shorter records are written before them.
+func (l *Log) repairTail(seg *segment, res scanResult) error {
+	reason := res.stop.String()
+	if res.stop == stopEnd {
+		clean, err := allZero(seg.f, res.end, seg.size)
+		if err != nil || clean {
+			return err
+		}
+		reason = "bytes after the end"
+	}
+	l.log.Warn("wal: dropping a torn write at the end of the log",
+		zap.String("path", seg.path), zap.Int64("offset", res.end),
+		zap.Uint64("index", seg.base+uint64(len(res.offsets))), zap.String("reason", reason))
+	if err := writeZeros(seg.f, res.end, seg.size); err != nil {
+		return err
+	}
+	return l.syncSegment(seg)
+}
+
+// formatError reports a bad segment header or segment layout; it matches
+// ErrCorrupt.
+type formatError struct{ msg string }
+
+// Error implements error.
+func (e *formatError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrCorrupt) true.
+func (e *formatError) Is(target error) bool { return target == ErrCorrupt }
+
+// Close stops preparing spares, waits for operations in flight and closes
+// the files. It flushes nothing: every acknowledged write is already
+// synced. Later calls, and every other method after it, fail with
+// ErrClosed.
+func (l *Log) Close() error {
+	if l.closed.Swap(true) {
+		return ErrClosed
+	}
+	close(l.stop)
+	l.wg.Wait()
+	l.w.Lock()
+	defer l.w.Unlock()
+	l.mu.Lock()
+	segs := l.mu.segs
+	l.mu.segs = nil
+	l.mu.Unlock()
+	var errs []error
+	for _, s := range segs {
+		if err := s.f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("wal: close %s: %w", s.path, err))
+		}
+	}
+	l.spare.Lock()
+	if l.spare.f != nil {
+		if err := l.spare.f.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("wal: close spare: %w", err))
+		}
+		l.spare.f = nil
+	}
+	l.spare.Unlock()
+	return errors.Join(errs...)
+}
+
+// Metrics are cheap-to-read figures about the log, for the server's
+// metrics and admin commands.
+type Metrics struct {
+	// FirstIndex and LastIndex are the log bounds (both 0 when empty);
+	// Entries is the number of entries between them.
+	FirstIndex, LastIndex, Entries uint64
+	// Appends counts StoreLogs/StoreLog calls since Open; AppendedEntries
+	// counts their entries and AppendedBytes the bytes written to
+	// segments for them (record headers and payloads).
+	Appends, AppendedEntries, AppendedBytes uint64
+	// Syncs counts fdatasyncs of segment files since Open.
+	Syncs uint64
+	// LastAppendLatency is how long the last StoreLogs took, fdatasync
+	// included.
+	LastAppendLatency time.Duration
+	// Segments is the number of segment files.
+	Segments int
+	// DiskBytes is the size of the segment files plus the ready spare.
+	DiskBytes int64
+}
+
+// Metrics returns the log's current figures.
+func (l *Log) Metrics() Metrics {
+	b := l.bounds.Load()
+	m := Metrics{
+		Appends:           l.appends.Load(),
+		AppendedEntries:   l.appendedEntries.Load(),
+		AppendedBytes:     l.appendedBytes.Load(),
+		Syncs:             l.syncs.Load(),
+		LastAppendLatency: time.Duration(l.lastAppendNs.Load()),
+		DiskBytes:         l.spareBytes.Load(),
+	}
+	if !b.empty {
+		m.FirstIndex, m.LastIndex, m.Entries = b.first, b.last, b.last-b.first+1
+	}
+	l.mu.RLock()
+	m.Segments = len(l.mu.segs)
+	for _, s := range l.mu.segs {
+		m.DiskBytes += s.size
+	}
+	l.mu.RUnlock()
+	return m
+}
+
+// syncSegment fdatasyncs seg's file unless NoSync, counting and reporting
+// the sync.
+func (l *Log) syncSegment(seg *segment) error {
+	if l.noSync {
+		return nil
+	}
+	start := time.Now()
+	if err := fdatasync(seg.f); err != nil {
+		return fmt.Errorf("wal: fdatasync %s: %w", seg.path, err)
+	}
+	took := time.Since(start)
+	l.syncs.Add(1)
+	if l.onSync != nil {
+		l.onSync(took)
+	}
+	return nil
+}
