@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -14,15 +17,39 @@ import (
 
 // listFSM records every command applied, in order.
 type listFSM struct {
-	mu   sync.Mutex
-	cmds []string
+	mu      sync.Mutex
+	cmds    []string
+	waiters map[int]chan struct{} // closed once len(cmds) reaches the key
 }
 
 func (f *listFSM) Apply(l *raft.Log) interface{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.cmds = append(f.cmds, string(l.Data))
+	f.wakeLocked()
 	return len(f.cmds)
+}
+
+// waitFor returns a channel closed once the FSM holds n commands.
+func (f *listFSM) waitFor(n int) <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.waiters == nil {
+		f.waiters = make(map[int]chan struct{})
+	}
+	ch := make(chan struct{})
+	f.waiters[n] = ch
+	f.wakeLocked()
+	return ch
+}
+
+func (f *listFSM) wakeLocked() {
+	for n, ch := range f.waiters {
+		if len(f.cmds) >= n {
+			close(ch)
+			delete(f.waiters, n)
+		}
+	}
 }
 
 func (f *listFSM) Snapshot() (raft.FSMSnapshot, error) {
@@ -39,6 +66,7 @@ func (f *listFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.cmds = cmds
+	f.wakeLocked()
 	f.mu.Unlock()
 	return nil
 }
@@ -164,4 +192,128 @@ func TestRaftRestart(t *testing.T) {
 	if n := len(fsm2.list()); n != 210 {
 		t.Fatalf("FSM has %d commands after more applies", n)
 	}
+}
+
+// TestRaftInstallSnapshot runs three raft nodes on WALs, cuts one off while
+// the leader snapshots and compacts past it, then reconnects it: raft
+// installs the snapshot on it and, the WAL being monotonic, deletes its
+// whole log, whose next entry then starts past the snapshot. The follower
+// must end with the leader's FSM, and its log must survive a reopen.
+func TestRaftInstallSnapshot(t *testing.T) {
+	const n = 3
+	type node struct {
+		dir   string
+		wal   *Log
+		fsm   *listFSM
+		r     *raft.Raft
+		trans *raft.InmemTransport
+	}
+	nodes := make([]*node, n)
+	var servers []raft.Server
+	for i := range nodes {
+		dir := t.TempDir()
+		addr, trans := raft.NewInmemTransport("")
+		nodes[i] = &node{dir: dir, wal: openLog(t, Options{Dir: dir, NoSync: true, SegmentSize: MinSegmentSize}),
+			fsm: &listFSM{}, trans: trans}
+		servers = append(servers, raft.Server{Suffrage: raft.Voter, ID: raft.ServerID(fmt.Sprint(i)), Address: addr})
+	}
+	for i := range nodes {
+		for j := range nodes {
+			if i != j {
+				nodes[i].trans.Connect(nodes[j].trans.LocalAddr(), nodes[j].trans)
+			}
+		}
+	}
+	var leaderChs []reflect.SelectCase
+	for i, nd := range nodes {
+		conf := raft.DefaultConfig()
+		conf.LocalID = servers[i].ID
+		conf.HeartbeatTimeout = 100 * time.Millisecond
+		conf.ElectionTimeout = 100 * time.Millisecond
+		conf.LeaderLeaseTimeout = 100 * time.Millisecond
+		conf.CommitTimeout = 5 * time.Millisecond
+		conf.TrailingLogs = 5
+		conf.SnapshotThreshold = 1 << 30
+		conf.SnapshotInterval = time.Hour
+		conf.Logger = hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.Off})
+		stable, snaps := raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+		if err := raft.BootstrapCluster(conf, nd.wal, stable, snaps, nd.trans, raft.Configuration{Servers: servers}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := raft.NewRaft(conf, nd.fsm, nd.wal, stable, snaps, nd.trans)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nd.r = r
+		t.Cleanup(func() { _ = r.Shutdown().Error() })
+		leaderChs = append(leaderChs, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(r.LeaderCh())})
+	}
+	leaderChs = append(leaderChs, reflect.SelectCase{Dir: reflect.SelectRecv, Chan: reflect.ValueOf(time.After(10 * time.Second))})
+	var leader *node
+	for leader == nil {
+		i, v, _ := reflect.Select(leaderChs)
+		if i == n {
+			t.Fatal("no leader after 10s")
+		}
+		if v.Bool() {
+			leader = nodes[i]
+		}
+	}
+	var lagger *node
+	for _, nd := range nodes {
+		if nd != leader {
+			lagger = nd
+			break
+		}
+	}
+	lagger.trans.DisconnectAll()
+	for _, nd := range nodes {
+		if nd != lagger {
+			nd.trans.Disconnect(lagger.trans.LocalAddr())
+		}
+	}
+	for i := range 200 {
+		if err := leader.r.Apply(fmt.Appendf(nil, "cmd-%03d", i), 5*time.Second).Error(); err != nil {
+			t.Fatalf("Apply %d: %v", i, err)
+		}
+	}
+	if err := leader.r.Snapshot().Error(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 200; i < 210; i++ {
+		if err := leader.r.Apply(fmt.Appendf(nil, "cmd-%03d", i), 5*time.Second).Error(); err != nil {
+			t.Fatalf("Apply %d: %v", i, err)
+		}
+	}
+	if first, _ := leader.wal.FirstIndex(); first < 100 {
+		t.Fatalf("leader log not compacted: first index %d", first)
+	}
+	laggerFirst, _ := lagger.wal.FirstIndex()
+	for _, nd := range nodes {
+		if nd != lagger {
+			lagger.trans.Connect(nd.trans.LocalAddr(), nd.trans)
+			nd.trans.Connect(lagger.trans.LocalAddr(), lagger.trans)
+		}
+	}
+	select {
+	case <-lagger.fsm.waitFor(210):
+	case <-time.After(20 * time.Second):
+		t.Fatalf("lagging follower has %d commands, want 210", len(lagger.fsm.list()))
+	}
+	if got, want := lagger.fsm.list(), leader.fsm.list(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("follower FSM differs from the leader's")
+	}
+	first, _ := lagger.wal.FirstIndex()
+	last, _ := lagger.wal.LastIndex()
+	if first <= laggerFirst || first < 200 {
+		t.Fatalf("follower log %d-%d was not reset past the snapshot (first was %d)", first, last, laggerFirst)
+	}
+	if _, err := os.Stat(filepath.Join(lagger.dir, resetName)); err != nil {
+		t.Fatalf("no reset marker after the follower's log was emptied: %v", err)
+	}
+	if err := lagger.r.Shutdown().Error(); err != nil {
+		t.Fatal(err)
+	}
+	l := reopen(t, lagger.wal, Options{Dir: lagger.dir, NoSync: true, SegmentSize: MinSegmentSize})
+	checkBounds(t, l, first, last)
 }
