@@ -32,7 +32,7 @@ func (l *Log) spareLoop() {
 			case !errors.Is(err, errStopped):
 				// The next rotation tries again inline and reports the
 				// error to raft if it persists.
-				l.log.Warn("wal: preparing a spare segment failed", zap.Error(err))
+				l.log.Warn("preparing a spare segment failed", zap.Error(err))
 			}
 		}
 		l.spare.Unlock()

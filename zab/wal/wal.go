@@ -224,7 +224,7 @@ func (l *Log) recover() error {
 			if err := os.Remove(path); err != nil {
 				return fmt.Errorf("wal: remove %s: %w", path, err)
 			}
-			l.log.Info("wal: removed a half-made file", zap.String("path", path))
+			l.log.Info("removed a half-made file", zap.String("path", path))
 		case name == resetName:
 			b, err := os.ReadFile(path)
 			if err != nil {
@@ -255,7 +255,7 @@ func (l *Log) recover() error {
 				return fmt.Errorf("wal: remove %s: %w", path, err)
 			}
 			removed = true
-			l.log.Info("wal: removed a segment of an emptied log", zap.String("path", path))
+			l.log.Info("removed a segment of an emptied log", zap.String("path", path))
 			continue
 		}
 		seg, zeroHeader, err := openSegment(path, seq)
@@ -271,7 +271,7 @@ func (l *Log) recover() error {
 				return fmt.Errorf("wal: remove %s: %w", path, err)
 			}
 			removed = true
-			l.log.Warn("wal: removed a new segment whose first write was lost", zap.String("path", path))
+			l.log.Warn("removed a new segment whose first write was lost", zap.String("path", path))
 			continue
 		}
 		if zeroHeader {
@@ -344,7 +344,7 @@ func (l *Log) recover() error {
 		}
 	}
 	b := l.bounds.Load()
-	l.log.Debug("wal: opened", zap.String("dir", l.dir), zap.Int("segments", len(segs)),
+	l.log.Debug("wal opened", zap.String("dir", l.dir), zap.Int("segments", len(segs)),
 		zap.Uint64("first_index", b.first), zap.Uint64("last_index", b.last))
 	return nil
 }
@@ -405,7 +405,7 @@ func (l *Log) repairTail(seg *segment, res scanResult) error {
 		}
 		reason = "bytes after the end"
 	}
-	l.log.Warn("wal: dropping a torn write at the end of the log",
+	l.log.Warn("dropping a torn write at the end of the log",
 		zap.String("path", seg.path), zap.Int64("offset", res.end),
 		zap.Uint64("index", seg.base+uint64(len(res.offsets))), zap.String("reason", reason))
 	if err := writeZeros(seg.f, res.end, seg.size); err != nil {
