@@ -149,9 +149,10 @@ func TestTornTail(t *testing.T) {
 	}
 }
 
-// TestSealedCorruption damages segments other than the newest: Open must
-// refuse, naming the file (and for a bad record, its offset and index).
-func TestSealedCorruption(t *testing.T) {
+// TestOpenRefusesCorruption damages records of segments other than the
+// newest, or any segment header: Open must refuse, naming the file (and for
+// a bad record, its offset and index).
+func TestOpenRefusesCorruption(t *testing.T) {
 	type want struct {
 		path    string
 		corrupt *CorruptError // nil: a header or layout error
@@ -194,6 +195,11 @@ func TestSealedCorruption(t *testing.T) {
 		}},
 		{"header zeroed in a segment that is not the newest", func(t *testing.T, l layout, b []uint64) want {
 			path, _, _ := recordAt(t, l, b[2])
+			writeAt(t, path, 0, make([]byte, headerSize))
+			return want{path: path}
+		}},
+		{"header zeroed in the newest segment", func(t *testing.T, l layout, b []uint64) want {
+			path := l[len(l)-1].path
 			writeAt(t, path, 0, make([]byte, headerSize))
 			return want{path: path}
 		}},
@@ -334,9 +340,11 @@ func TestResetMarker(t *testing.T) {
 	}
 }
 
-// TestLostRotation leaves what a crash between a rotation's rename and its
-// first write leaves, a newest segment of zeros: Open removes it.
-func TestLostRotation(t *testing.T) {
+// TestEmptyNewestSegment leaves what a crash after a rotation, before its
+// batch reached the disk, leaves: a newest segment with its header and no
+// record. Open keeps it as the tail when older segments hold the log, and
+// removes it when it is all there is.
+func TestEmptyNewestSegment(t *testing.T) {
 	tests := []struct {
 		name  string
 		store uint64 // entries before the crash; 0 for none
@@ -356,21 +364,27 @@ func TestLostRotation(t *testing.T) {
 			if err := l.Close(); err != nil {
 				t.Fatal(err)
 			}
-			lost := filepath.Join(dir, segmentName(1<<20))
-			if err := os.WriteFile(lost, make([]byte, MinSegmentSize), 0o644); err != nil {
+			empty := filepath.Join(dir, segmentName(1<<20))
+			b := make([]byte, MinSegmentSize)
+			copy(b, segHeader{seq: 1 << 20, base: tc.store + 1}.encode())
+			if err := os.WriteFile(empty, b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 			l = openLog(t, opts)
-			if _, err := os.Stat(lost); !os.IsNotExist(err) {
-				t.Fatalf("lost rotation's segment still there: %v", err)
-			}
-			if len(warnings.TakeAll()) != 1 {
-				t.Fatal("no warning about the lost rotation")
-			}
+			_, err := os.Stat(empty)
 			if tc.store > 0 {
 				checkBounds(t, l, 1, tc.store)
+				if err != nil {
+					t.Fatalf("empty tail segment removed: %v", err)
+				}
 			} else {
 				checkBounds(t, l, 0, 0)
+				if !os.IsNotExist(err) {
+					t.Fatalf("empty only segment kept: %v", err)
+				}
+			}
+			if all := warnings.TakeAll(); len(all) != 0 {
+				t.Fatalf("warnings: %v", all)
 			}
 			store(t, l, tc.store+1, tc.store+30, 1, 5)
 			l = reopen(t, l, opts)
@@ -415,8 +429,12 @@ func TestSpare(t *testing.T) {
 	if !os.SameFile(spare, seg) {
 		t.Fatal("the first segment is not the prepared spare")
 	}
-	if m := l.Metrics(); m.Syncs != 1 {
-		t.Fatalf("a rotating StoreLogs made %d fdatasyncs, want 1", m.Syncs)
+	if m := l.Metrics(); m.Syncs != 2 {
+		t.Fatalf("a rotating StoreLogs made %d fdatasyncs, want 2 (header, batch)", m.Syncs)
+	}
+	store(t, l, 4, 6, 1, 3)
+	if m := l.Metrics(); m.Syncs != 3 {
+		t.Fatalf("a StoreLogs into the tail made %d fdatasyncs, want 1", m.Syncs-2)
 	}
 
 	spare = ready(l)
@@ -443,7 +461,7 @@ func TestSpare(t *testing.T) {
 	if fi, err := kept.Stat(); err != nil || !os.SameFile(fi, spare) {
 		t.Fatalf("kept spare is another file (%v)", err)
 	}
-	store(t, l, 4, 60, 1, 4)
+	store(t, l, 7, 60, 1, 4)
 	checkEntries(t, l, 1, 60, 1)
 }
 
