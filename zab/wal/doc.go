@@ -47,11 +47,12 @@
 // that keeps one spare ready. Writes into it then replace blocks in place,
 // so their fdatasync flushes data only, never a file size or extent map:
 // that is what makes the one sync per batch cheap. A batch goes wholly into
-// the tail segment if it fits, else into the next: rotation renames the
-// spare to the next sequence number and fsyncs the directory, and the
-// batch's pwrite carries the new header in front of its records. A batch
-// bigger than a segment gets a segment of its own, sized to fit. Records
-// never span segments.
+// the tail segment if it fits, else into the next: rotation writes the
+// header into the spare and fdatasyncs it, renames the spare to the next
+// sequence number and fsyncs the directory (so a segment file never exists
+// without its header), then the batch is written as always. A batch bigger
+// than a segment gets a segment of its own, sized to fit. Records never
+// span segments.
 //
 // Each segment keeps in memory the offset of each of its records, so
 // GetLog is a binary search over the segments' base indexes and one pread.
@@ -70,11 +71,8 @@
 // # Recovery
 //
 // Open removes *.tmp files, and any segment the reset marker covers. A
-// complete spare of the right size is kept. Each segment header must be
-// valid and match its file name; the one exception is the newest segment
-// with a header of all zeros, left by a crash between the rotation's
-// rename and its first write (whose batch was never acknowledged), which is
-// removed.
+// complete spare of the right size is kept. Every segment header must be
+// valid and match its file name, or Open fails naming the file.
 //
 // Each segment's records are then read and checked from the header on,
 // stopping at a zero length, at a record whose CRC does not match, or at
@@ -91,8 +89,11 @@
 // a later, shorter write could end exactly where a stale record begins and
 // bring it back at the next recovery.
 //
-// After Open, FirstIndex is the oldest segment's base index and LastIndex
-// the index of the last good record. A log left with no records is empty.
+// The newest segment may hold no record (a crash after a rotation, before
+// its batch reached the disk); it is kept, and receives the next batch. If
+// no segment holds a record, they are removed and the log is empty. After
+// Open, FirstIndex is the oldest segment's base index and LastIndex the
+// index of the last good record.
 //
 // Any error writing, syncing or removing a file makes the Log refuse
 // further writes until it is reopened, since what reached the disk is then

@@ -89,7 +89,7 @@ func (l *Log) StoreLog(log *raft.Log) error {
 // StoreLogs appends the entries durably: one pwrite of the whole encoded
 // batch at the end of the tail segment (or at the start of a new one if it
 // does not fit) and one fdatasync, after which GetLog and LastIndex see
-// them. Their indexes must be contiguous and follow LastIndex; on an empty
+// them. A rotation adds the fdatasync of the new segment's header. Their indexes must be contiguous and follow LastIndex; on an empty
 // log the first may be any index. After a write or sync error every later
 // write fails until the log is reopened.
 func (l *Log) StoreLogs(logs []*raft.Log) error {
@@ -115,20 +115,17 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 		}
 	}
 
-	// Encode after room for a segment header, which a rotation fills in so
-	// that the header and the batch go out in one pwrite.
-	buf := append(l.w.buf[:0], make([]byte, headerSize)...)
-	rel := l.w.rel[:0]
+	buf, rel := l.w.buf[:0], l.w.rel[:0]
 	commands := 0
 	for _, e := range logs {
-		rel = append(rel, len(buf)-headerSize)
+		rel = append(rel, len(buf))
 		buf = append(buf, 0, 0, 0, 0, 0, 0, 0, 0)
 		buf = appendLog(buf, e)
 		if e.Type == raft.LogCommand {
 			commands++
 		}
 	}
-	n := len(buf) - headerSize
+	n := len(buf)
 	if int64(headerSize+n) > MaxSegmentSize {
 		return fmt.Errorf("wal: store logs %d-%d: batch of %d bytes is larger than any segment", first, logs[len(logs)-1].Index, n)
 	}
@@ -137,8 +134,7 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	if len(segs) > 0 {
 		tail = segs[len(segs)-1]
 	}
-	fresh := tail == nil || b.empty || tail.end+int64(n) > tail.size
-	if fresh {
+	if tail == nil || b.empty || tail.end+int64(n) > tail.size {
 		var err error
 		if tail, err = l.rotateLocked(first, n); err != nil {
 			return l.failLocked(err)
@@ -149,18 +145,13 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 		if i+1 < len(rel) {
 			end = rel[i+1]
 		}
-		putRecordHeader(tail.seed, buf[headerSize+r:headerSize+end])
+		putRecordHeader(tail.seed, buf[r:end])
 	}
-	out, off := buf[headerSize:], tail.end
-	if fresh {
-		copy(buf, segHeader{seq: tail.seq, base: tail.base}.encode())
-		out, off = buf, 0
-	}
-	if _, err := tail.f.WriteAt(out, off); err != nil {
+	if _, err := tail.f.WriteAt(buf, tail.end); err != nil {
 		return l.failLocked(fmt.Errorf("wal: write %s at offset %d (indexes %d-%d): %w",
-			tail.path, off, first, logs[len(logs)-1].Index, err))
+			tail.path, tail.end, first, logs[len(logs)-1].Index, err))
 	}
-	if err := l.syncSegment(tail); err != nil {
+	if err := l.syncFile(tail.f, tail.path); err != nil {
 		return l.failLocked(err)
 	}
 
@@ -193,16 +184,16 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 
 // rotateLocked makes a new tail segment whose first record will be index
 // base, with room for a batch of n bytes: the ready spare (or, for a batch
-// bigger than a segment, a new file sized to fit) renamed to the next
-// sequence number, then the directory synced. Its header is not written
-// yet: StoreLogs writes it with the batch. An empty tail it replaces is
-// removed.
+// bigger than a segment, a new file sized to fit) gets the segment header,
+// synced, and is renamed to the next sequence number, then the directory is
+// synced. An empty tail it replaces is removed.
 func (l *Log) rotateLocked(base uint64, n int) (*segment, error) {
 	if err := l.dropEmptyTailLocked(); err != nil {
 		return nil, err
 	}
 	seq := l.w.nextSeq
 	path := filepath.Join(l.dir, segmentName(seq))
+	hdr := segHeader{seq: seq, base: base}.encode()
 	size := l.segmentSize
 	var (
 		f   *os.File
@@ -214,11 +205,10 @@ func (l *Log) rotateLocked(base uint64, n int) (*segment, error) {
 		if f, err = l.preallocate(tmp, size, nil); err != nil {
 			return nil, err
 		}
-		if err := os.Rename(tmp, path); err != nil {
-			_ = f.Close()
-			return nil, fmt.Errorf("wal: rename %s to %s: %w", tmp, path, err)
+		if err := l.installSegment(f, tmp, path, hdr); err != nil {
+			return nil, err
 		}
-	} else if f, err = l.takeSpare(path); err != nil {
+	} else if f, err = l.takeSpare(path, hdr); err != nil {
 		return nil, err
 	}
 	l.w.nextSeq++
@@ -232,6 +222,27 @@ func (l *Log) rotateLocked(base uint64, n int) (*segment, error) {
 		}
 	}
 	return seg, nil
+}
+
+// installSegment writes the segment header hdr into the preallocated file
+// f, named from, syncs it and renames the file to path. The header is on
+// disk before the name is, so a segment file never lacks its header; a
+// crash before the rename leaves a spare or a *.tmp file, which Open reuses
+// or removes. f is closed on error.
+func (l *Log) installSegment(f *os.File, from, path string, hdr []byte) error {
+	if _, err := f.WriteAt(hdr, 0); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: write header of %s: %w", from, err)
+	}
+	if err := l.syncFile(f, from); err != nil {
+		_ = f.Close()
+		return err
+	}
+	if err := os.Rename(from, path); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("wal: rename %s to %s: %w", from, path, err)
+	}
+	return nil
 }
 
 // dropEmptyTailLocked removes the tail segment if it holds no record, so
@@ -377,7 +388,7 @@ func (l *Log) truncateLocked(min uint64) error {
 	if err := writeZeros(seg.f, from, to); err != nil {
 		return l.failLocked(err)
 	}
-	if err := l.syncSegment(seg); err != nil {
+	if err := l.syncFile(seg.f, seg.path); err != nil {
 		return l.failLocked(err)
 	}
 	return nil

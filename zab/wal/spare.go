@@ -32,7 +32,7 @@ func (l *Log) spareLoop() {
 			case !errors.Is(err, errStopped):
 				// The next rotation tries again inline and reports the
 				// error to raft if it persists.
-				l.log.Warn("wal: preparing a spare segment failed", zap.Error(err))
+				l.log.Warn("preparing a spare segment failed", zap.Error(err))
 			}
 		}
 		l.spare.Unlock()
@@ -72,11 +72,12 @@ func (l *Log) makeSpareLocked(stop <-chan struct{}) (*os.File, error) {
 	return f, nil
 }
 
-// takeSpare renames the ready spare to path and hands it over, first
-// preparing one inline if none is ready (waiting for spareLoop if it is
-// preparing one), then asks for the next. The rename happens under the
-// spare lock, before spareLoop can put a new spare under the same name.
-func (l *Log) takeSpare(path string) (*os.File, error) {
+// takeSpare installs the ready spare as the segment path with header hdr
+// (see installSegment) and hands it over, first preparing one inline if
+// none is ready (waiting for spareLoop if it is preparing one), then asks
+// for the next. It installs under the spare lock, before spareLoop can put
+// a new spare under the same name.
+func (l *Log) takeSpare(path string, hdr []byte) (*os.File, error) {
 	l.spare.Lock()
 	defer l.spare.Unlock()
 	f := l.spare.f
@@ -88,11 +89,8 @@ func (l *Log) takeSpare(path string) (*os.File, error) {
 	}
 	l.spare.f = nil
 	l.spareBytes.Store(0)
-	from := filepath.Join(l.dir, spareName)
-	if err := os.Rename(from, path); err != nil {
-		_ = f.Close()
-		_ = os.Remove(from)
-		return nil, fmt.Errorf("wal: rename %s to %s: %w", from, path, err)
+	if err := l.installSegment(f, filepath.Join(l.dir, spareName), path, hdr); err != nil {
+		return nil, err
 	}
 	l.wantSpare()
 	return f, nil

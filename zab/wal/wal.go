@@ -57,8 +57,9 @@ type Options struct {
 	// included; on the caller's (raft's) goroutine. It must not block.
 	OnAppend func(entries, commands int, took time.Duration)
 	// OnSync, when set, is called after each fdatasync of a segment file
-	// (one per StoreLogs, plus those of DeleteRange and recovery) with its
-	// duration, on the goroutine that synced. It must not block. It is not
+	// (one per StoreLogs, plus one per rotation for the new segment's
+	// header, and those of DeleteRange and recovery) with its duration, on
+	// the goroutine that synced. It must not block. It is not
 	// called with NoSync.
 	OnSync func(took time.Duration)
 }
@@ -224,7 +225,7 @@ func (l *Log) recover() error {
 			if err := os.Remove(path); err != nil {
 				return fmt.Errorf("wal: remove %s: %w", path, err)
 			}
-			l.log.Info("wal: removed a half-made file", zap.String("path", path))
+			l.log.Info("removed a half-made file", zap.String("path", path))
 		case name == resetName:
 			b, err := os.ReadFile(path)
 			if err != nil {
@@ -246,7 +247,7 @@ func (l *Log) recover() error {
 	if len(seqs) > 0 {
 		l.w.nextSeq = max(l.w.nextSeq, seqs[len(seqs)-1]+1)
 	}
-	for i, seq := range seqs {
+	for _, seq := range seqs {
 		path := filepath.Join(l.dir, segmentName(seq))
 		if seq <= floor {
 			// DeleteRange emptied the log but crashed before removing
@@ -255,28 +256,12 @@ func (l *Log) recover() error {
 				return fmt.Errorf("wal: remove %s: %w", path, err)
 			}
 			removed = true
-			l.log.Info("wal: removed a segment of an emptied log", zap.String("path", path))
+			l.log.Info("removed a segment of an emptied log", zap.String("path", path))
 			continue
 		}
-		seg, zeroHeader, err := openSegment(path, seq)
+		seg, err := openSegment(path, seq)
 		if err != nil {
 			return err
-		}
-		if zeroHeader && i == len(seqs)-1 {
-			// The newest segment was renamed into place but its first
-			// write (header and batch, one pwrite) never reached the disk:
-			// that batch was never acknowledged.
-			_ = seg.f.Close()
-			if err := os.Remove(path); err != nil {
-				return fmt.Errorf("wal: remove %s: %w", path, err)
-			}
-			removed = true
-			l.log.Warn("wal: removed a new segment whose first write was lost", zap.String("path", path))
-			continue
-		}
-		if zeroHeader {
-			_ = seg.f.Close()
-			return &formatError{fmt.Sprintf("wal: %s: bad segment header (all zeros) in a segment that is not the newest", path)}
 		}
 		l.mu.segs = append(l.mu.segs, seg)
 	}
@@ -308,8 +293,9 @@ func (l *Log) recover() error {
 		entries += n
 	}
 	if entries == 0 && len(segs) > 0 {
-		// Only empty segments (a rotation whose batch was lost): the log
-		// is empty, and its next append may start at any index.
+		// Only empty segments (a crash after the first rotation, before
+		// its batch reached the disk): the log is empty, and its next
+		// append may start at any index.
 		for _, seg := range segs {
 			_ = seg.f.Close()
 			if err := os.Remove(seg.path); err != nil {
@@ -344,18 +330,16 @@ func (l *Log) recover() error {
 		}
 	}
 	b := l.bounds.Load()
-	l.log.Debug("wal: opened", zap.String("dir", l.dir), zap.Int("segments", len(segs)),
+	l.log.Debug("wal opened", zap.String("dir", l.dir), zap.Int("segments", len(segs)),
 		zap.Uint64("first_index", b.first), zap.Uint64("last_index", b.last))
 	return nil
 }
 
-// openSegment opens the segment file path and checks its header. A header
-// of all zeros is reported as zeroHeader with a nil error: the caller
-// decides whether that is a lost rotation or corruption.
-func openSegment(path string, seq uint64) (seg *segment, zeroHeader bool, err error) {
+// openSegment opens the segment file path and checks its header.
+func openSegment(path string, seq uint64) (seg *segment, err error) {
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, false, fmt.Errorf("wal: open %s: %w", path, err)
+		return nil, fmt.Errorf("wal: open %s: %w", path, err)
 	}
 	defer func() {
 		if err != nil {
@@ -364,32 +348,27 @@ func openSegment(path string, seq uint64) (seg *segment, zeroHeader bool, err er
 	}()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, false, fmt.Errorf("wal: stat %s: %w", path, err)
+		return nil, fmt.Errorf("wal: stat %s: %w", path, err)
 	}
 	size := fi.Size()
 	if size < headerSize {
-		return nil, false, &formatError{fmt.Sprintf("wal: %s: bad segment header (file is %d bytes)", path, size)}
+		return nil, &formatError{fmt.Sprintf("wal: %s: bad segment header (file is %d bytes)", path, size)}
 	}
 	if size > MaxSegmentSize {
-		return nil, false, &formatError{fmt.Sprintf("wal: %s: %d bytes is larger than any segment", path, size)}
+		return nil, &formatError{fmt.Sprintf("wal: %s: %d bytes is larger than any segment", path, size)}
 	}
 	hb := make([]byte, headerSize)
 	if _, err := f.ReadAt(hb, 0); err != nil {
-		return nil, false, fmt.Errorf("wal: read %s: %w", path, err)
-	}
-	seg = &segment{seq: seq, path: path, f: f, size: size, seed: crcSeed(seq), end: headerSize}
-	if isZero(hb) {
-		return seg, true, nil
+		return nil, fmt.Errorf("wal: read %s: %w", path, err)
 	}
 	h, err := decodeHeader(hb)
 	if err != nil {
-		return nil, false, &formatError{fmt.Sprintf("wal: %s: bad segment header (%v)", path, err)}
+		return nil, &formatError{fmt.Sprintf("wal: %s: bad segment header (%v)", path, err)}
 	}
 	if h.seq != seq {
-		return nil, false, &formatError{fmt.Sprintf("wal: %s: bad segment header (sequence %d does not match the file name)", path, h.seq)}
+		return nil, &formatError{fmt.Sprintf("wal: %s: bad segment header (sequence %d does not match the file name)", path, h.seq)}
 	}
-	seg.base = h.base
-	return seg, false, nil
+	return &segment{seq: seq, base: h.base, path: path, f: f, size: size, seed: crcSeed(seq), end: headerSize}, nil
 }
 
 // repairTail wipes what follows the last good record of the tail segment
@@ -405,13 +384,13 @@ func (l *Log) repairTail(seg *segment, res scanResult) error {
 		}
 		reason = "bytes after the end"
 	}
-	l.log.Warn("wal: dropping a torn write at the end of the log",
+	l.log.Warn("dropping a torn write at the end of the log",
 		zap.String("path", seg.path), zap.Int64("offset", res.end),
 		zap.Uint64("index", seg.base+uint64(len(res.offsets))), zap.String("reason", reason))
 	if err := writeZeros(seg.f, res.end, seg.size); err != nil {
 		return err
 	}
-	return l.syncSegment(seg)
+	return l.syncFile(seg.f, seg.path)
 }
 
 // formatError reports a bad segment header or segment layout; it matches
@@ -501,15 +480,15 @@ func (l *Log) Metrics() Metrics {
 	return m
 }
 
-// syncSegment fdatasyncs seg's file unless NoSync, counting and reporting
-// the sync.
-func (l *Log) syncSegment(seg *segment) error {
+// syncFile fdatasyncs the segment file f (named path) unless NoSync,
+// counting and reporting the sync.
+func (l *Log) syncFile(f *os.File, path string) error {
 	if l.noSync {
 		return nil
 	}
 	start := time.Now()
-	if err := fdatasync(seg.f); err != nil {
-		return fmt.Errorf("wal: fdatasync %s: %w", seg.path, err)
+	if err := fdatasync(f); err != nil {
+		return fmt.Errorf("wal: fdatasync %s: %w", path, err)
 	}
 	took := time.Since(start)
 	l.syncs.Add(1)

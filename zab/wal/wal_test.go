@@ -359,7 +359,8 @@ func TestCallbacks(t *testing.T) {
 		noSync    bool
 		wantSyncs int
 	}{
-		{noSync: false, wantSyncs: len(batches)},
+		// One per batch, and one for the first segment's header.
+		{noSync: false, wantSyncs: len(batches) + 1},
 		{noSync: true, wantSyncs: 0},
 	}
 	for _, tc := range tests {
