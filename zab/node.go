@@ -21,6 +21,7 @@ import (
 	"github.com/zkd/zkd/session"
 	"github.com/zkd/zkd/zab/fencing"
 	"github.com/zkd/zkd/zab/store"
+	"github.com/zkd/zkd/zab/wal"
 )
 
 // Config is what a Node needs; cmd builds it from zoo.cfg.
@@ -182,8 +183,11 @@ type Node struct {
 	cfg   Config
 	log   *zap.Logger
 	store *store.Store
+	wal   *wal.Log // raft's log; store keeps the stable store and snapshots
 	raft  *raft.Raft
-	fsm   *fsm
+	// lastSync is the duration of the raft log's last fdatasync, in ns.
+	lastSync atomic.Int64
+	fsm      *fsm
 
 	// bootID tells this process's entries from those of earlier runs and
 	// other members, so that only its own pending futures are completed.
@@ -237,16 +241,9 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var n *Node
-	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble"),
-		OnWALSync: cfg.Observer.WALSync, OnAppend: func(e, c int, d time.Duration) { n.noteAppended(e, c, d) }})
-	if err != nil {
-		return nil, fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
-	}
-	n = &Node{
+	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
-		store:   st,
 		fsm:     newFSM(cfg.Tree, cfg.Logger),
 		tracker: session.NewTracker(cfg.TickTime.Milliseconds(), realClock{}),
 		stop:    make(chan struct{}),
@@ -257,6 +254,31 @@ func Open(cfg Config) (*Node, error) {
 		maxInflight: cmp.Or(cfg.MaxInflightBatches, DefaultMaxInflightBatches),
 		proposeWake: make(chan struct{}, 1),
 	}
+	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble")})
+	if err != nil {
+		return nil, fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
+	}
+	wl, err := openLog(cfg, st, n.noteAppended, func(d time.Duration) {
+		n.lastSync.Store(int64(d))
+		if cfg.Observer.WALSync != nil {
+			cfg.Observer.WALSync(d)
+		}
+	})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	logs, err := raft.NewLogCache(logCacheSize, wl)
+	if err != nil {
+		wl.Close()
+		st.Close()
+		return nil, fmt.Errorf("zab: raft log cache: %w", err)
+	}
+	closeStores := func() {
+		wl.Close()
+		st.Close()
+	}
+	n.store, n.wal = st, wl
 	n.batch.inflight = make(map[uint64]struct{})
 	n.nextSession = session.InitialID(cfg.MyID, time.Now().UnixMilli())
 	n.fsm.onSessionOpen = func(id int64, timeout int32) { n.tracker.Add(id, timeout) }
@@ -333,9 +355,9 @@ func Open(cfg Config) (*Node, error) {
 		n.fsm.observer.Committed = nil
 	}
 	snaps := st.SnapshotStore(cfg.SnapshotRetain)
-	has, err := raft.HasExistingState(st, st, snaps)
+	has, err := raft.HasExistingState(logs, st, snaps)
 	if err != nil {
-		st.Close()
+		closeStores()
 		return nil, fmt.Errorf("zab: inspect state in %s: %w", cfg.Dir, err)
 	}
 	switch {
@@ -344,19 +366,19 @@ func Open(cfg Config) (*Node, error) {
 			zap.String("dir", cfg.Dir))
 	case !has:
 		conf := raft.Configuration{Servers: servers}
-		if err := raft.BootstrapCluster(rc, st, st, snaps, transport, conf); err != nil {
-			st.Close()
+		if err := raft.BootstrapCluster(rc, logs, st, snaps, transport, conf); err != nil {
+			closeStores()
 			return nil, fmt.Errorf("zab: bootstrap in %s: %w", cfg.Dir, err)
 		}
 	}
-	lastAtOpen, err := st.LastIndex()
+	lastAtOpen, err := logs.LastIndex()
 	if err != nil {
-		st.Close()
+		closeStores()
 		return nil, fmt.Errorf("zab: read the log in %s: %w", cfg.Dir, err)
 	}
-	r, err := raft.NewRaft(rc, n.fsm, st, st, snaps, transport)
+	r, err := raft.NewRaft(rc, n.fsm, logs, st, snaps, transport)
 	if err != nil {
-		st.Close()
+		closeStores()
 		return nil, fmt.Errorf("zab: start raft in %s: %w", cfg.Dir, err)
 	}
 	n.raft = r
@@ -601,7 +623,9 @@ func (n *Node) SyncIndex(ctx context.Context) (uint64, error) {
 
 // Stats returns figures of the node for 4lw, admin and metrics.
 func (n *Node) Stats() Stats {
-	return Stats{Sessions: n.tracker.Len(), Raft: n.raft.Stats(), Store: n.store.Metrics()}
+	m := logStats(n.store.Metrics(), n.wal.Metrics())
+	m.LastWALSyncLatency = time.Duration(n.lastSync.Load())
+	return Stats{Sessions: n.tracker.Len(), Raft: n.raft.Stats(), Store: m}
 }
 
 // Stats are a node's figures.
@@ -880,6 +904,9 @@ func (n *Node) Close() error {
 			n.fail(k.(uint64), ErrStopped)
 			return true
 		})
+		if cerr := n.wal.Close(); err == nil {
+			err = cerr
+		}
 		if cerr := n.store.Close(); err == nil {
 			err = cerr
 		}

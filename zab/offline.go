@@ -48,8 +48,13 @@ func Seed(cfg Config, st State) error {
 		return fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
 	}
 	defer s.Close()
+	logs, err := openLog(cfg, s, nil, nil)
+	if err != nil {
+		return err
+	}
+	defer logs.Close()
 	snaps := s.SnapshotStore(cfg.SnapshotRetain)
-	has, err := raft.HasExistingState(s, s, snaps)
+	has, err := raft.HasExistingState(logs, s, snaps)
 	if err != nil {
 		return fmt.Errorf("zab: inspect state in %s: %w", cfg.Dir, err)
 	}
@@ -121,6 +126,11 @@ func Load(cfg Config) (out State, err error) {
 		return out, fmt.Errorf("zab: open store in %s (is zkd still running?): %w", cfg.Dir, err)
 	}
 	defer s.Close()
+	logs, err := openLog(cfg, s, nil, nil)
+	if err != nil {
+		return out, err
+	}
+	defer logs.Close()
 	f := newFSM(cfg.Tree, cfg.Logger)
 	f.lockName = cfg.LockName
 	snaps := s.SnapshotStore(cfg.SnapshotRetain)
@@ -128,7 +138,7 @@ func Load(cfg Config) (out State, err error) {
 	if err != nil {
 		return out, fmt.Errorf("zab: list snapshots in %s: %w", cfg.Dir, err)
 	}
-	from, err := s.FirstIndex()
+	from, err := logs.FirstIndex()
 	if err != nil {
 		return out, fmt.Errorf("zab: read log in %s: %w", cfg.Dir, err)
 	}
@@ -142,7 +152,7 @@ func Load(cfg Config) (out State, err error) {
 		}
 		from = metas[0].Index + 1
 	}
-	lastIdx, err := s.LastIndex()
+	lastIdx, err := logs.LastIndex()
 	if err != nil {
 		return out, fmt.Errorf("zab: read log in %s: %w", cfg.Dir, err)
 	}
@@ -155,7 +165,7 @@ func Load(cfg Config) (out State, err error) {
 	}()
 	for i := max(from, 1); i <= lastIdx; i++ {
 		var l raft.Log
-		if err := s.GetLog(i, &l); err != nil {
+		if err := logs.GetLog(i, &l); err != nil {
 			if errors.Is(err, raft.ErrLogNotFound) {
 				continue
 			}
