@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -25,11 +26,6 @@ const walDir = "wal"
 // the segment log: set once the log Pebble held (if any) was copied over
 // and synced, before Pebble's copy is deleted.
 var keyLogInWAL = []byte("zkd.log.wal")
-
-// logCacheSize is how many recent entries raft keeps in memory on top of
-// the log store: followers apply, and the leader replicates, entries it
-// has just stored without reading them back from disk.
-const logCacheSize = 4096
 
 // moveChunk bounds the entries copied per StoreLogs while moving a
 // Pebble-held log.
@@ -132,4 +128,101 @@ func logStats(m store.Metrics, w wal.Metrics) store.Metrics {
 	m.WALSyncs = w.Syncs
 	m.DiskBytes += uint64(w.DiskBytes)
 	return m
+}
+
+// logCache keeps the most recently stored entries in memory, bounded in
+// bytes as well as in entries, in front of the segment log: raft reads
+// back what it just stored (a follower to apply it, the leader to
+// replicate it), and those reads then make no system call. raft's own
+// LogCache bounds entries only, and a packed entry may hold megabytes.
+// Safe for concurrent use.
+type logCache struct {
+	store    *wal.Log
+	maxBytes int
+	maxLogs  int
+
+	mu    sync.RWMutex
+	logs  []*raft.Log // contiguous indexes, oldest first
+	bytes int
+}
+
+// Bounds of logCache.
+const (
+	logCacheBytes   = 16 << 20
+	logCacheEntries = 4096
+)
+
+func newLogCache(store *wal.Log) *logCache {
+	return &logCache{store: store, maxBytes: logCacheBytes, maxLogs: logCacheEntries}
+}
+
+// GetLog implements raft.LogStore.
+func (c *logCache) GetLog(index uint64, l *raft.Log) error {
+	c.mu.RLock()
+	if n := len(c.logs); n > 0 {
+		if first := c.logs[0].Index; index >= first && index < first+uint64(n) {
+			*l = *c.logs[index-first]
+			c.mu.RUnlock()
+			return nil
+		}
+	}
+	c.mu.RUnlock()
+	return c.store.GetLog(index, l)
+}
+
+// StoreLog implements raft.LogStore.
+func (c *logCache) StoreLog(l *raft.Log) error { return c.StoreLogs([]*raft.Log{l}) }
+
+// StoreLogs implements raft.LogStore: the entries go to the segment log,
+// then into the cache.
+func (c *logCache) StoreLogs(logs []*raft.Log) error {
+	if err := c.store.StoreLogs(logs); err != nil {
+		c.reset()
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, l := range logs {
+		if n := len(c.logs); n > 0 && c.logs[n-1].Index+1 != l.Index {
+			c.clearLocked()
+		}
+		c.logs = append(c.logs, l)
+		c.bytes += len(l.Data) + len(l.Extensions)
+	}
+	drop := 0
+	for drop < len(c.logs)-1 && (c.bytes > c.maxBytes || len(c.logs)-drop > c.maxLogs) {
+		c.bytes -= len(c.logs[drop].Data) + len(c.logs[drop].Extensions)
+		c.logs[drop] = nil
+		drop++
+	}
+	if drop > 0 {
+		c.logs = append(c.logs[:0], c.logs[drop:]...)
+	}
+	return nil
+}
+
+// DeleteRange implements raft.LogStore; it empties the cache.
+func (c *logCache) DeleteRange(min, max uint64) error {
+	c.reset()
+	return c.store.DeleteRange(min, max)
+}
+
+// FirstIndex implements raft.LogStore.
+func (c *logCache) FirstIndex() (uint64, error) { return c.store.FirstIndex() }
+
+// LastIndex implements raft.LogStore.
+func (c *logCache) LastIndex() (uint64, error) { return c.store.LastIndex() }
+
+// IsMonotonic implements raft.MonotonicLogStore, as the segment log does.
+func (c *logCache) IsMonotonic() bool { return c.store.IsMonotonic() }
+
+func (c *logCache) reset() {
+	c.mu.Lock()
+	c.clearLocked()
+	c.mu.Unlock()
+}
+
+func (c *logCache) clearLocked() {
+	clear(c.logs)
+	c.logs, c.bytes = c.logs[:0], 0
 }

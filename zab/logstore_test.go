@@ -2,6 +2,7 @@ package zab
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"io"
 	"os"
@@ -169,4 +170,54 @@ func TestMoveLogInterrupted(t *testing.T) {
 // openWALOnly opens the segment log of cfg.Dir without moving anything.
 func openWALOnly(cfg Config) (*wal.Log, error) {
 	return wal.Open(wal.Options{Dir: filepath.Join(cfg.Dir, walDir), Logger: cfg.Logger})
+}
+
+// TestLogCacheBounds checks the cache in front of the segment log: it keeps
+// recent entries within its byte and entry bounds (a packed entry can be
+// megabytes), serves what it holds and falls back to the log for the rest,
+// and forgets everything on DeleteRange.
+func TestLogCacheBounds(t *testing.T) {
+	wl, err := wal.Open(wal.Options{Dir: t.TempDir(), NoSync: true, Logger: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wl.Close()
+	c := newLogCache(wl)
+	c.maxBytes, c.maxLogs = 10<<10, 8
+	big := func(i uint64, size int) *raft.Log {
+		return &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: bytes.Repeat([]byte{byte(i)}, size)}
+	}
+	for i := uint64(1); i <= 20; i++ {
+		if err := c.StoreLogs([]*raft.Log{big(i, 3<<10)}); err != nil {
+			t.Fatal(err)
+		}
+		if c.bytes > c.maxBytes || len(c.logs) > c.maxLogs {
+			t.Fatalf("after %d entries the cache holds %d entries, %d bytes; bounds %d, %d", i, len(c.logs), c.bytes, c.maxLogs, c.maxBytes)
+		}
+	}
+	if got := c.logs[0].Index; got != 18 {
+		t.Fatalf("oldest cached entry %d, want 18 (three of 3 KiB fit in 10 KiB)", got)
+	}
+	for i := uint64(1); i <= 20; i++ {
+		var l raft.Log
+		if err := c.GetLog(i, &l); err != nil || l.Index != i || len(l.Data) != 3<<10 || l.Data[0] != byte(i) {
+			t.Fatalf("GetLog(%d) = %d, %d bytes, %v", i, l.Index, len(l.Data), err)
+		}
+	}
+	// An entry over the byte bound is still kept, alone.
+	if err := c.StoreLogs([]*raft.Log{big(21, 64<<10)}); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.logs) != 1 || c.logs[0].Index != 21 {
+		t.Fatalf("cache after an oversized entry: %d entries", len(c.logs))
+	}
+	if err := c.DeleteRange(15, 21); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.logs) != 0 || c.bytes != 0 {
+		t.Fatalf("cache after DeleteRange: %d entries, %d bytes", len(c.logs), c.bytes)
+	}
+	if err := c.GetLog(15, new(raft.Log)); err != raft.ErrLogNotFound {
+		t.Fatalf("GetLog of a deleted entry: %v", err)
+	}
 }

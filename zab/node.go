@@ -268,12 +268,7 @@ func Open(cfg Config) (*Node, error) {
 		st.Close()
 		return nil, err
 	}
-	logs, err := raft.NewLogCache(logCacheSize, wl)
-	if err != nil {
-		wl.Close()
-		st.Close()
-		return nil, fmt.Errorf("zab: raft log cache: %w", err)
-	}
+	logs := newLogCache(wl)
 	closeStores := func() {
 		wl.Close()
 		st.Close()

@@ -103,16 +103,18 @@ func idleSessions(t *testing.T, addr string, n int, timeout time.Duration) (expi
 // The bound. Past globalOutstandingLimit (L) a connection with requests
 // outstanding is not read, so at most L + clients requests are in process
 // (each reader may pass one over the limit before it stops). One holds at
-// most four copies of its frame (read buffer, decoded request, raft
-// command, Pebble batch), and Go's heap may grow to twice what is live
-// before a collection (GOGC=100): 8 × (L + clients) × frame. The rest of
-// the memory a write flood uses, Pebble's memtables (2 × 32 MiB) and block
-// cache, the tree's copy of the data, is in the baseline, measured after a
-// warm-up that writes the same nodes with the same size, one request at a
-// time, long enough to cycle the memtables. 96 MiB of slack covers
-// compactions and the runtime (peaks of 119 to 131 MiB over a baseline of
-// 85 MiB were seen, against 911 MiB with the limit off). Without the limit, zkd reads every request
-// in the sockets: clients × depth × frame (128 MiB here) on top of the
+// most four copies of its frame (read buffer, raft command, the log's
+// write buffer, the log cache's entry), and Go's heap may grow to twice
+// what is live before a collection (GOGC=100): 8 × (L + clients) × frame.
+// The rest of the memory a write flood uses, the log cache (at most 16 MiB
+// of recent entries), the log's write buffer, Pebble's block cache and the
+// tree's copy of the data, is in the baseline, measured after a warm-up
+// that writes the same nodes with the same size, one request at a time.
+// 96 MiB of slack covers the runtime (with the segment log, a peak of 119
+// MiB over a baseline of 73 MiB was seen; with Pebble holding the log,
+// 119 to 131 over 85, against 911 MiB with the limit off). Without the
+// limit, zkd reads every request in the sockets: clients × depth × frame
+// (128 MiB here) on top of the
 // baseline, which is over the bound.
 func TestIntegration_OverloadBoundedMemory(t *testing.T) {
 	const (
