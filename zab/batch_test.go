@@ -272,3 +272,31 @@ func waitAll(t *testing.T, fs []*Future) {
 		}
 	}
 }
+
+// TestNodeSnapshotsAfterSnapCountWrites checks that SnapshotThreshold
+// (snapCount) counts writes, not raft entries: 200 packed writes in a few
+// entries still make a snapshot with a threshold of 50.
+func TestNodeSnapshotsAfterSnapCountWrites(t *testing.T) {
+	n := openNode(t, t.TempDir(), func(c *Config) { c.SnapshotThreshold = 50 })
+	defer n.Close()
+	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	var fs []*Future
+	for i := range 200 {
+		body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/s%d", i), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+		fs = append(fs, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
+	}
+	waitAll(t, fs)
+	if entries := n.raft.LastIndex(); entries >= 50 {
+		t.Fatalf("200 concurrent writes took %d raft entries: not packed, and raft's own threshold would snapshot", entries)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for n.LastSnapshotZxid() < fs[100].Result().Zxid {
+		if time.Now().After(deadline) {
+			t.Fatalf("no snapshot past zxid 0x%x after 200 writes with snapCount 50 (last at 0x%x)", fs[100].Result().Zxid, n.LastSnapshotZxid())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

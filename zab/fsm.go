@@ -71,6 +71,13 @@ type fsm struct {
 	onSessionOpen   func(id int64, timeout int32)
 	onSessionClosed func(id int64)
 	onConfigChanged func(data []byte)
+	// snapEvery is Config.SnapshotThreshold: once that many zxids were
+	// handed out since the last snapshot, onSnapDue is called (on the
+	// apply goroutine; it must not block). Monitoring of the log's size
+	// only: it never changes what is applied.
+	snapEvery uint64
+	onSnapDue func()
+	sinceSnap uint64
 	// onBatch is called once every request of a kindBatch entry applied,
 	// with the entry's origin and batch id.
 	onBatch func(origin, id uint64)
@@ -149,6 +156,9 @@ func (f *fsm) nextZxid(term uint64) int64 {
 		f.counter = 0
 	}
 	f.counter++
+	if f.sinceSnap++; f.snapEvery > 0 && f.sinceSnap%f.snapEvery == 0 && f.onSnapDue != nil {
+		f.onSnapDue()
+	}
 	return int64(term<<32 | uint64(f.counter))
 }
 
@@ -576,6 +586,7 @@ func readSnapshotTombstones(br *bufio.Reader) ([]datatree.Tombstone, error) {
 // bytes.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	start := time.Now()
+	f.sinceSnap = 0
 	f.snapZxid.Store(f.tree.Load().LastZxid())
 	var buf bytes.Buffer
 	tombs := f.tree.Load().Tombstones()
@@ -686,6 +697,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		}
 	}
 	f.lastTerm, f.counter = lastTerm, counter
+	f.sinceSnap = 0
 	f.fenceSeed = nil
 	f.fence.Store(nil)
 	if seed != nil {

@@ -43,8 +43,9 @@ type Config struct {
 	// ContainerMaxPerMinute bounds the deletes of one sweep per minute
 	// (zookeeper.znode.container.maxPerMinute). Default 10000.
 	ContainerMaxPerMinute int
-	// SnapshotThreshold is how many log entries since the last snapshot
-	// make the next one (ZooKeeper's snapCount). Default 100000.
+	// SnapshotThreshold is how many client writes and other log entries
+	// since the last snapshot make the next one (ZooKeeper's snapCount):
+	// packed writes count one each, not one per entry. Default 100000.
 	SnapshotThreshold uint64
 	// SnapshotInterval is how often raft checks whether to snapshot.
 	// Default 30s.
@@ -216,6 +217,9 @@ type Node struct {
 	batch       batchState
 	maxInflight int
 	proposeWake chan struct{}
+	// snapDue is signalled by the FSM when SnapshotThreshold writes
+	// applied since the last snapshot (snapshotLoop takes one).
+	snapDue chan struct{}
 
 	tracker *session.Tracker
 	// nextSession is the next session id this member hands out while
@@ -253,6 +257,7 @@ func Open(cfg Config) (*Node, error) {
 
 		maxInflight: cmp.Or(cfg.MaxInflightBatches, DefaultMaxInflightBatches),
 		proposeWake: make(chan struct{}, 1),
+		snapDue:     make(chan struct{}, 1),
 	}
 	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble")})
 	if err != nil {
@@ -282,6 +287,13 @@ func Open(cfg Config) (*Node, error) {
 	n.fsm.lockName = cfg.LockName
 	n.fsm.onConfigChanged = cfg.OnConfigChanged
 	n.fsm.leading = &n.leading
+	n.fsm.snapEvery = cfg.SnapshotThreshold
+	n.fsm.onSnapDue = func() {
+		select {
+		case n.snapDue <- struct{}{}:
+		default:
+		}
+	}
 	n.fsm.onBatch = func(origin, id uint64) {
 		if origin == n.bootID {
 			n.batchLanded(id)
@@ -389,10 +401,11 @@ func Open(cfg Config) (*Node, error) {
 	if last := r.LastIndex(); last > n.recovery.SnapshotIndex {
 		n.recovery.LogEntries = last - n.recovery.SnapshotIndex
 	}
-	n.wg.Add(3)
+	n.wg.Add(4)
 	go n.leaderLoop()
 	go n.completeLoop()
 	go n.proposeLoop()
+	go n.snapshotLoop()
 	return n, nil
 }
 
@@ -917,6 +930,26 @@ func (n *Node) Snapshot() error {
 		return fmt.Errorf("zab: snapshot: %w", err)
 	}
 	return nil
+}
+
+// snapshotLoop takes a snapshot whenever the FSM says SnapshotThreshold
+// writes applied since the last one. Raft's own threshold counts log
+// entries, and a packed entry holds many writes.
+func (n *Node) snapshotLoop() {
+	defer n.wg.Done()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-n.snapDue:
+		}
+		start := time.Now()
+		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+			n.log.Warn("snapshot after snapCount writes failed", zap.Error(err))
+			continue
+		}
+		n.log.Info("snapshot taken after snapCount writes", zap.Uint64("snapCount", n.cfg.SnapshotThreshold), zap.Duration("took", time.Since(start)))
+	}
 }
 
 // LastSnapshotZxid returns the last zxid contained in the newest snapshot
