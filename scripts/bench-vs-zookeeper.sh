@@ -26,7 +26,8 @@
 # CLIENT=gozk (the client of create, set and get: gozk, the go-zookeeper
 # library, as its users see the servers; or raw, zkbench's minimal client,
 # as lean as the ceiling's, to measure the servers rather than go-zk; lock
-# always uses go-zk's recipe) SERVERS="zkd zookeeper" ENSEMBLE=1
+# always uses go-zk's recipe) SERVERS="zkd zookeeper" (the first two are
+# compared; zkdbase runs the binary ZKD_BASE_BIN, for before/after) ENSEMBLE=1
 # BENCH_DIR=<dir, default a fresh one in /var/tmp>
 # KEEP=1 keeps BENCH_DIR and the raw JSON results.
 set -euo pipefail
@@ -66,6 +67,10 @@ log "load average at the start: $LOAD_START"
 ZKBENCH=$PWD/bin/zkbench
 if [[ " $SERVERS " == *" zkd "* ]]; then
 	"$GO" build -o bin/zkd ./cmd/zkd
+fi
+if [[ " $SERVERS " == *" zkdbase "* ]] && [ ! -x "${ZKD_BASE_BIN:-}" ]; then
+	echo "bench: SERVERS has zkdbase: set ZKD_BASE_BIN to the zkd binary to compare with" >&2
+	exit 1
 fi
 if [[ " $SERVERS " == *" zookeeper "* ]] && [ ! -f /usr/share/java/zookeeper.jar ]; then
 	echo "bench: ZooKeeper 3.8 is not installed: sudo apt-get install -y zookeeper" >&2
@@ -139,6 +144,9 @@ start() {
 	case $s in
 	zkd)
 		bin/zkd "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 &
+		;;
+	zkdbase)
+		"$ZKD_BASE_BIN" "$dir/zoo.cfg" >>"$dir/server.log" 2>&1 &
 		;;
 	zookeeper)
 		java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
@@ -249,11 +257,13 @@ log "load average at the end: $LOAD_END"
 echo "knobs: $KNOBS"
 echo "load average (1, 5, 15 min) on $(nproc) CPUs: $LOAD_START at the start, $LOAD_END at the end"
 echo
-python3 - "$RESULTS" "$ZNODES" <<'EOF'
+python3 - "$RESULTS" "$ZNODES" $SERVERS <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 znodes = int(sys.argv[2])
-servers = ["zkd", "zookeeper"]
+# The first two servers are compared (ratio first/second).
+servers = (sys.argv[3:] + ["zookeeper"])[:2]
+s0, s1 = servers
 # The ceiling each workload is compared with, and its writes (or reads) per op.
 per_op = {"create": ("append", 2), "set": ("append", 1), "lock": ("append", 2),
           "get": ("answer", 1), "token": ("answer", 1)}
@@ -288,7 +298,7 @@ for r in rows:
     key += f" ({r.get('client', 'gozk')})"
     bench.setdefault(key, {}).setdefault(r["server"], []).append(r)
 
-lines = [("figure", "zkd", "zookeeper", "zkd/zk", "ceiling", "zkd % of ceiling", "zk % of ceiling")]
+lines = [("figure", s0, s1, f"{s0}/{s1}", "ceiling", f"{s0} % of ceiling", f"{s1} % of ceiling")]
 for mode, what in (("append", "durable writes"), ("answer", "reads")):
     rs = ceiling.get(mode, [])
     lines.append((f"ceiling {mode} ops/s ({what})", "", "", "", fmt(median(rs, ops)), "", ""))
@@ -305,7 +315,7 @@ for key, by in bench.items():
         lines.append((f"{key} {label}", fmt(a), fmt(b), ratio(a, b), "", "", ""))
     errs = {s: sum(r["errors"] for r in by.get(s, [])) for s in servers}
     if any(errs.values()):
-        lines.append((f"{key} errors", fmt(errs["zkd"]), fmt(errs["zookeeper"]), "", "", "", ""))
+        lines.append((f"{key} errors", fmt(errs[s0]), fmt(errs[s1]), "", "", "", ""))
 mem = {r["server"]: r for r in rows if r["workload"] == "znodes"}
 def m(s, k, scale=1.0):
     return mem[s][k] / scale if s in mem else None
@@ -314,7 +324,7 @@ for label, k, scale in (("RSS before fill MiB", "rss_before_kb", 1024.0),
                         ("RSS after restart MiB", "rss_restarted_kb", 1024.0),
                         (f"restart with {znodes:,} znodes s", "restart_s", 1.0),
                         ("fill creates/s", "fill_per_sec", 1.0)):
-    a, b = m("zkd", k, scale), m("zookeeper", k, scale)
+    a, b = m(s0, k, scale), m(s1, k, scale)
     lines.append((label, fmt(a), fmt(b), ratio(a, b), "", "", ""))
 w = [max(len(l[i]) for l in lines) for i in range(len(lines[0]))]
 for i, l in enumerate(lines):
