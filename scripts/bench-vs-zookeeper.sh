@@ -26,8 +26,9 @@
 # CLIENT=gozk (the client of create, set and get: gozk, the go-zookeeper
 # library, as its users see the servers; or raw, zkbench's minimal client,
 # as lean as the ceiling's, to measure the servers rather than go-zk; lock
-# always uses go-zk's recipe) SERVERS="zkd zookeeper" (the first two are
-# compared; zkdbase runs the binary ZKD_BASE_BIN, for before/after) ENSEMBLE=1
+# always uses go-zk's recipe) SERVERS="zkd zookeeper" (each gets a column,
+# and the first is compared with each other; zkdbase runs the binary
+# ZKD_BASE_BIN, to compare a build with an earlier one) ENSEMBLE=1
 # BENCH_DIR=<dir, default a fresh one in /var/tmp>
 # KEEP=1 keeps BENCH_DIR and the raw JSON results.
 set -euo pipefail
@@ -261,9 +262,9 @@ python3 - "$RESULTS" "$ZNODES" $SERVERS <<'EOF'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 znodes = int(sys.argv[2])
-# The first two servers are compared (ratio first/second).
-servers = (sys.argv[3:] + ["zookeeper"])[:2]
-s0, s1 = servers
+# Every server gets a column; the first is compared with each of the others.
+servers = sys.argv[3:]
+first, others = servers[0], servers[1:]
 # The ceiling each workload is compared with, and its writes (or reads) per op.
 per_op = {"create": ("append", 2), "set": ("append", 1), "lock": ("append", 2),
           "get": ("answer", 1), "token": ("answer", 1)}
@@ -298,24 +299,26 @@ for r in rows:
     key += f" ({r.get('client', 'gozk')})"
     bench.setdefault(key, {}).setdefault(r["server"], []).append(r)
 
-lines = [("figure", s0, s1, f"{s0}/{s1}", "ceiling", f"{s0} % of ceiling", f"{s1} % of ceiling")]
+blank = [""] * (len(servers) + len(others))
+head = ["figure"] + servers + [f"{first}/{o}" for o in others] + ["ceiling"] + [f"{s} % of ceiling" for s in servers]
+lines = [tuple(head)]
 for mode, what in (("append", "durable writes"), ("answer", "reads")):
     rs = ceiling.get(mode, [])
-    lines.append((f"ceiling {mode} ops/s ({what})", "", "", "", fmt(median(rs, ops)), "", ""))
+    lines.append(tuple([f"ceiling {mode} ops/s ({what})"] + blank + [fmt(median(rs, ops))] + [""] * len(servers)))
     for label, f in quantiles[:2]:
-        lines.append((f"ceiling {mode} {label}", "", "", "", fmt(median(rs, f)), "", ""))
+        lines.append(tuple([f"ceiling {mode} {label}"] + blank + [fmt(median(rs, f))] + [""] * len(servers)))
 for key, by in bench.items():
     mode, n = per_op.get(key.split()[0], (None, 1))
     c = median(ceiling.get(mode, []), ops)
     c = c / n if c is not None else None
-    a, b = (median(by.get(s, []), ops) for s in servers)
-    lines.append((f"{key} ops/s", fmt(a), fmt(b), ratio(a, b), fmt(c), pct(a, c), pct(b, c)))
+    v = [median(by.get(s, []), ops) for s in servers]
+    lines.append(tuple([f"{key} ops/s"] + [fmt(x) for x in v] + [ratio(v[0], x) for x in v[1:]] + [fmt(c)] + [pct(x, c) for x in v]))
     for label, f in quantiles:
-        a, b = (median(by.get(s, []), f) for s in servers)
-        lines.append((f"{key} {label}", fmt(a), fmt(b), ratio(a, b), "", "", ""))
-    errs = {s: sum(r["errors"] for r in by.get(s, [])) for s in servers}
-    if any(errs.values()):
-        lines.append((f"{key} errors", fmt(errs[s0]), fmt(errs[s1]), "", "", "", ""))
+        v = [median(by.get(s, []), f) for s in servers]
+        lines.append(tuple([f"{key} {label}"] + [fmt(x) for x in v] + [ratio(v[0], x) for x in v[1:]] + [""] * (1 + len(servers))))
+    errs = [sum(r["errors"] for r in by.get(s, [])) for s in servers]
+    if any(errs):
+        lines.append(tuple([f"{key} errors"] + [fmt(e) for e in errs] + [""] * (len(others) + 1 + len(servers))))
 mem = {r["server"]: r for r in rows if r["workload"] == "znodes"}
 def m(s, k, scale=1.0):
     return mem[s][k] / scale if s in mem else None
@@ -324,8 +327,8 @@ for label, k, scale in (("RSS before fill MiB", "rss_before_kb", 1024.0),
                         ("RSS after restart MiB", "rss_restarted_kb", 1024.0),
                         (f"restart with {znodes:,} znodes s", "restart_s", 1.0),
                         ("fill creates/s", "fill_per_sec", 1.0)):
-    a, b = m(s0, k, scale), m(s1, k, scale)
-    lines.append((label, fmt(a), fmt(b), ratio(a, b), "", "", ""))
+    v = [m(s, k, scale) for s in servers]
+    lines.append(tuple([label] + [fmt(x) for x in v] + [ratio(v[0], x) for x in v[1:]] + [""] * (1 + len(servers))))
 w = [max(len(l[i]) for l in lines) for i in range(len(lines[0]))]
 for i, l in enumerate(lines):
     print("  ".join([f"{l[0]:<{w[0]}}"] + [f"{v:>{x}}" for v, x in zip(l[1:], w[1:])]).rstrip())

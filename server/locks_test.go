@@ -206,8 +206,8 @@ func TestRaftMetrics(t *testing.T) {
 	want := map[string]float64{
 		"raft_term": 3, "raft_is_leader": 1, "raft_last_log_index": 42, "raft_commit_index": 41, "raft_applied_index": 40,
 		"raft_log_entries": 30, "raft_log_bytes": 4096, "raft_log_appends": 7, "raft_log_appended_entries": 30,
-		"raft_log_commit_latency_ms": 1.5, "pebble_wal_fsyncs": 8, "pebble_wal_fsync_latency_ms": 2,
-		"pebble_disk_bytes": 1 << 20, "raft_snapshots": 1, "raft_last_snapshot_index": 12,
+		"raft_log_commit_latency_ms": 1.5, "raft_log_fsyncs": 8, "raft_log_fsync_latency_ms": 2,
+		"raft_store_disk_bytes": 1 << 20, "raft_snapshots": 1, "raft_last_snapshot_index": 12,
 		"raft_last_snapshot_size_bytes": 777, "raft_last_snapshot_age_seconds": 90,
 		"znode_count": 5, "num_alive_connections": 0, "outstanding_requests": 0, "lock_paths": 0,
 	}

@@ -21,7 +21,7 @@ type collector struct {
 // registered on a registry the caller owns: ZooKeeper's names (ZKMetrics),
 // the lock view's (lock_paths, lock_waiters, lock_queue_length,
 // lock_wait_time_ms; see locks.go) and, when the Backend implements
-// RaftStatsReporter, the raft and Pebble figures (raft_*, pebble_*). Each
+// RaftStatsReporter, the raft log and store figures (raft_*). Each
 // Collector starts a lock-wait sampler that stops when the server closes.
 func (s *Server) Collector() prometheus.Collector {
 	c := &collector{s: s, locks: newLockCollector(s)}

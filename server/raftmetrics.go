@@ -20,10 +20,10 @@ type RaftStats struct {
 	// entries still only in the memtable excluded).
 	LogEntries, LogBytes uint64
 	// Appends counts log batch appends, AppendedEntries their entries and
-	// WALSyncs Pebble's write-ahead-log fsyncs, all since start.
+	// WALSyncs the raft log's fdatasyncs, all since start.
 	Appends, AppendedEntries, WALSyncs uint64
 	// LastCommitLatency is how long the last log batch commit took, fsync
-	// included; LastFsyncLatency the last WAL fsync alone.
+	// included; LastFsyncLatency the last log fdatasync alone.
 	LastCommitLatency, LastFsyncLatency time.Duration
 	// DiskBytes is the store's total disk use.
 	DiskBytes uint64
@@ -42,7 +42,7 @@ type RaftStatsReporter interface {
 	RaftStats() RaftStats
 }
 
-// raftCollector exports RaftStats under raft_* and pebble_* names.
+// raftCollector exports RaftStats under raft_* names.
 type raftCollector struct {
 	r RaftStatsReporter
 }
@@ -72,15 +72,15 @@ var raftMetrics = func() []raftMetric {
 	add("raft_commit_index", "Raft commit index.", g, func(r RaftStats) float64 { return float64(r.CommitIndex) })
 	add("raft_applied_index", "Index of the last entry applied to the tree.", g, func(r RaftStats) float64 { return float64(r.AppliedIndex) })
 	add("raft_log_entries", "Entries retained in the raft log.", g, func(r RaftStats) float64 { return float64(r.LogEntries) })
-	add("raft_log_bytes", "On-disk bytes of the raft log in Pebble.", g, func(r RaftStats) float64 { return float64(r.LogBytes) })
+	add("raft_log_bytes", "On-disk bytes of the raft log (its segment files, preallocated).", g, func(r RaftStats) float64 { return float64(r.LogBytes) })
 	add("raft_log_appends", "Raft log batch appends since start.", c, func(r RaftStats) float64 { return float64(r.Appends) })
 	add("raft_log_appended_entries", "Raft log entries appended since start.", c, func(r RaftStats) float64 { return float64(r.AppendedEntries) })
-	add("raft_log_commit_latency_ms", "Duration of the last raft log batch commit to Pebble, fsync included, in ms.", g,
+	add("raft_log_commit_latency_ms", "Duration of the last raft log append, fdatasync included, in ms.", g,
 		func(r RaftStats) float64 { return ms(r.LastCommitLatency) })
-	add("pebble_wal_fsyncs", "Fsyncs of Pebble's write-ahead log since start.", c, func(r RaftStats) float64 { return float64(r.WALSyncs) })
-	add("pebble_wal_fsync_latency_ms", "Duration of the last fsync of Pebble's write-ahead log, in ms.", g,
+	add("raft_log_fsyncs", "Fdatasyncs of the raft log's segment files since start.", c, func(r RaftStats) float64 { return float64(r.WALSyncs) })
+	add("raft_log_fsync_latency_ms", "Duration of the last fdatasync of the raft log, in ms.", g,
 		func(r RaftStats) float64 { return ms(r.LastFsyncLatency) })
-	add("pebble_disk_bytes", "Disk space used by the Pebble store.", g, func(r RaftStats) float64 { return float64(r.DiskBytes) })
+	add("raft_store_disk_bytes", "Disk space used by the raft log and the Pebble store (stable store and snapshots).", g, func(r RaftStats) float64 { return float64(r.DiskBytes) })
 	add("raft_snapshots", "Snapshots stored.", g, func(r RaftStats) float64 { return float64(r.Snapshots) })
 	add("raft_last_snapshot_index", "Raft index of the newest snapshot (0: none).", g, func(r RaftStats) float64 { return float64(r.LastSnapshotIndex) })
 	add("raft_last_snapshot_size_bytes", "Size of the newest snapshot (0: none).", g, func(r RaftStats) float64 { return float64(r.LastSnapshotSize) })

@@ -16,8 +16,8 @@ import (
 // has no proposals, a standalone node reports no Committed, Proposed or
 // QuorumAcked.
 type Observer struct {
-	// WALSync gets the duration of each fsync of Pebble's write-ahead
-	// log, the log every proposal is made durable in.
+	// WALSync gets the duration of each fdatasync of the raft log's
+	// segment files (zab/wal), which every proposal is made durable in.
 	WALSync func(time.Duration)
 	// Snapshot gets the time each snapshot took, from encoding the tree
 	// to the snapshot being stored.

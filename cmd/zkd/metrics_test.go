@@ -100,9 +100,9 @@ func TestIntegration_MetricsScrape(t *testing.T) {
 		{"raft_log_bytes", func(v float64) bool { return v >= 0 }, "present"},
 		{"raft_log_appends", func(v float64) bool { return v >= 40 }, ">= 40"},
 		{"raft_log_commit_latency_ms", func(v float64) bool { return v > 0 }, "> 0"},
-		{"pebble_wal_fsyncs", func(v float64) bool { return v >= 1 }, ">= 1"},
-		{"pebble_wal_fsync_latency_ms", func(v float64) bool { return v >= 0 }, "present"},
-		{"pebble_disk_bytes", func(v float64) bool { return v > 0 }, "> 0"},
+		{"raft_log_fsyncs", func(v float64) bool { return v >= 1 }, ">= 1"},
+		{"raft_log_fsync_latency_ms", func(v float64) bool { return v >= 0 }, "present"},
+		{"raft_store_disk_bytes", func(v float64) bool { return v > 0 }, "> 0"},
 
 		{"lock_paths", func(v float64) bool { return v == 1 }, "1"},
 		{"lock_waiters", func(v float64) bool { return v == 0 }, "0"},

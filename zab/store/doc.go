@@ -1,7 +1,9 @@
 // Package store keeps hashicorp/raft's durable state for zab in one Pebble
-// database: the raft log (raft.LogStore), the stable store holding the
-// current term and vote (raft.StableStore), and snapshots
-// (raft.SnapshotStore), each under its own key prefix.
+// database: the stable store holding the current term and vote
+// (raft.StableStore), and snapshots (raft.SnapshotStore), each under its
+// own key prefix. It still implements raft.LogStore: zkd up to 48c1e2d
+// kept raft's log here, and zab moves such a log into its segment log
+// (zab/wal) at start; a running zkd no longer writes log entries here.
 //
 // Key layout (one byte prefix, then the suffix):
 //
