@@ -16,12 +16,16 @@ import (
 // and AppendEntries message, its encoding to each follower, its commit
 // bookkeeping and its apply call.
 //
-// A batch is proposed as soon as a request arrives while fewer than
-// Config.MaxInflightBatches of this member's batches are in flight
-// (proposed, not yet applied here or failed); otherwise requests wait in
-// the queue and go as one entry when a batch in flight lands. Under load
-// the log then holds one entry per group commit; a lone client never
-// waits for company.
+// A batch is proposed as soon as a request arrives while none of this
+// member's batches is in flight (proposed, not yet applied here or
+// failed); a lone client never waits for company. While one is in flight,
+// the requests wait, and go as the next batch once the one in flight
+// lands, or sooner, while fewer than Config.MaxInflightBatches are in
+// flight, once as many wait as the last batch held: a second batch then
+// overlaps the first one's fsync and apply without splitting the load into
+// one large batch and one of a single request, which would double the
+// fsyncs for the same writes. Under load the log holds one entry per group
+// commit.
 
 // Defaults for the packing knobs.
 const (
@@ -51,6 +55,7 @@ type batchState struct {
 	bytes    int
 	nextID   uint64
 	inflight map[uint64]struct{} // batch ids proposed and not yet landed
+	lastSize int                 // requests in the last batch proposed
 	closed   bool                // the node stopped: requests fail at once
 }
 
@@ -67,9 +72,24 @@ func (n *Node) enqueueLocked(q queued) {
 	}
 	n.batch.queue = append(n.batch.queue, q)
 	n.batch.bytes += len(q.req.Body)
-	if len(n.batch.inflight) < n.maxInflight {
+	if n.mayFlushLocked() {
 		n.flushLocked()
 	}
+}
+
+// mayFlushLocked reports whether the pacing lets the queued requests go as
+// a batch now (see the package comment above). The caller holds submitMu.
+func (n *Node) mayFlushLocked() bool {
+	b := &n.batch
+	switch {
+	case len(b.queue) == 0:
+		return false
+	case len(b.inflight) == 0:
+		return true
+	case len(b.inflight) >= n.maxInflight:
+		return false
+	}
+	return len(b.queue) >= b.lastSize || b.bytes >= maxBatchBytes
 }
 
 // flushLocked proposes the queued requests as one entry (up to
@@ -85,6 +105,7 @@ func (n *Node) flushLocked() {
 		take++
 	}
 	items := b.queue[:take]
+	b.lastSize = take
 	b.nextID++
 	id := b.nextID
 	e := &entry{kind: kindBatch, origin: n.bootID, seq: id, time: time.Now().UnixMilli(), batch: items}
@@ -121,7 +142,7 @@ func (n *Node) batchLanded(id uint64) {
 	n.submitMu.Lock()
 	_, ok := n.batch.inflight[id]
 	delete(n.batch.inflight, id)
-	more := ok && len(n.batch.queue) > 0
+	more := ok && n.mayFlushLocked()
 	n.submitMu.Unlock()
 	if more {
 		select {
@@ -142,7 +163,7 @@ func (n *Node) proposeLoop() {
 		case <-n.proposeWake:
 		}
 		n.submitMu.Lock()
-		for len(n.batch.queue) > 0 && len(n.batch.inflight) < n.maxInflight {
+		for n.mayFlushLocked() {
 			n.flushLocked()
 		}
 		n.submitMu.Unlock()
