@@ -123,7 +123,9 @@ func (m *Member) openNode(nc zab.Config, trans raft.Transport) (*zab.Node, error
 	nc.HeartbeatTimeout = t.HeartbeatTimeout
 	nc.ElectionTimeout = t.ElectionTimeout
 	nc.LeaderLeaseTimeout = t.LeaderLeaseTimeout
-	nc.CommitTimeout = t.CommitTimeout
+	if nc.CommitTimeout == 0 {
+		nc.CommitTimeout = t.CommitTimeout
+	}
 	nc.ConfigData = ConfigData(cfg.Peers, 0)
 	if cfg.ReconfigEnabled {
 		nc.ConfigAt = func(version int64) []byte { return ConfigData(cfg.Peers, version) }

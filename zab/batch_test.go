@@ -205,11 +205,20 @@ func TestNodeBatchPacingSettles(t *testing.T) {
 			fs = append(fs, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
 		}
 		waitAll(t, fs)
-		n.submitMu.Lock()
-		inflight, queued := len(n.batch.inflight), len(n.batch.queue)
-		n.submitMu.Unlock()
-		if queued != 0 || inflight != 0 {
-			t.Fatalf("round %d: %d queued, %d in flight after every write completed", round, queued, inflight)
+		// A batch lands just after its last request completed: wait
+		// for that, and fail if the pacing stays wedged.
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			n.submitMu.Lock()
+			inflight, queued := len(n.batch.inflight), len(n.batch.queue)
+			n.submitMu.Unlock()
+			if queued == 0 && inflight == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: %d queued, %d in flight 10 s after every write completed", round, queued, inflight)
+			}
+			time.Sleep(time.Millisecond)
 		}
 	}
 }
@@ -234,7 +243,7 @@ func TestNodeBatchLandsOnFailure(t *testing.T) {
 	n.batch.nextID++
 	id := n.batch.nextID
 	for range n.maxInflight {
-		n.batch.inflight[id] = struct{}{}
+		n.batch.inflight[id] = false
 		id++
 	}
 	n.submitMu.Unlock()

@@ -26,7 +26,8 @@ import (
 
 // Config is what a Node needs; cmd builds it from zoo.cfg.
 type Config struct {
-	// Dir holds the Pebble store (raft log, stable store, snapshots).
+	// Dir holds the Pebble store (raft's stable store and snapshots) and,
+	// in its wal folder, raft's log.
 	Dir string
 	// MyID is this member's id (zoo.cfg myid); 1 for standalone. It seeds
 	// session ids as in ZooKeeper.
@@ -176,7 +177,7 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Node is one zkd member's replicated state: raft over Pebble, the FSM
+// Node is one zkd member's replicated state: raft over its stores, the FSM
 // holding the datatree and session table, and (while leader) session
 // expiry and the container/TTL sweep. The server reads the tree directly
 // and hands writes to Submit.
@@ -279,7 +280,7 @@ func Open(cfg Config) (*Node, error) {
 		st.Close()
 	}
 	n.store, n.wal = st, wl
-	n.batch.inflight = make(map[uint64]struct{})
+	n.batch.inflight = make(map[uint64]bool)
 	n.nextSession = session.InitialID(cfg.MyID, time.Now().UnixMilli())
 	n.fsm.onSessionOpen = func(id int64, timeout int32) { n.tracker.Add(id, timeout) }
 	n.fsm.onApplied = n.applied

@@ -1,0 +1,39 @@
+package quorum_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/zkd/zkd/quorum/quorumtest"
+	"github.com/zkd/zkd/zab"
+)
+
+// TestFollowerLearnsCommitWithoutWaiting writes one at a time through a
+// follower, with nothing else going on, on an ensemble whose leader tells
+// followers its commit index on its own only every 30 s (raft's
+// CommitTimeout, 1 ms in zkd). A forwarded write applies on the follower,
+// and is answered, only once the follower learns that it committed: the
+// leader's barrier after each batch of forwarded writes (zab's "poke")
+// brings that at once, so each write completes within seconds rather than
+// after 30.
+func TestFollowerLearnsCommitWithoutWaiting(t *testing.T) {
+	c := quorumtest.New(t, quorumtest.Options{NodeConfig: func(_ int, nc *zab.Config) {
+		nc.CommitTimeout = 30 * time.Second
+	}})
+	l := c.WaitLeader(5 * time.Second)
+	c.Ready(5 * time.Second)
+	f := c.Member(follower(c, l))
+	s := newSession(t, f, 30000)
+	for i := range 5 {
+		fut := create(f, s, fmt.Sprintf("/poke%d", i), "x")
+		select {
+		case <-fut.Done():
+			if err := fut.Result().Err; err != nil {
+				t.Fatalf("write %d: %v", i, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("write %d through a follower not answered within 10 s: the follower did not learn the commit", i)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+// Package zab is zkd's atomic broadcast: ZooKeeper's ordered, replicated
+// log of transactions, built on hashicorp/raft.
+//
+// A Node holds one member's replicated state: the datatree and the session
+// table (the FSM in fsm.go), raft, and raft's storage. The server hands it
+// client writes (Submit, or SubmitFor for writes a follower forwarded) and
+// reads the tree directly.
+//
+// # Entries and zxids
+//
+// A raft log entry is one entryKind byte and a jute body (entry.go): a
+// client request as the client sent it (kindRequest), several of them
+// packed (kindBatch), or the leader's housekeeping (session expiry,
+// container and TTL sweeps, /zookeeper/config, the fencing key). The FSM
+// validates and applies each request at apply time, as ZooKeeper's
+// PrepRequestProcessor would decide, so validation and application never
+// disagree. Every request gets its own zxid, (raft term << 32) | counter,
+// counted in apply order, so every member computes the same ones; a failed
+// write consumes its zxid, as in ZooKeeper. Nothing in apply reads a
+// clock, a random source or map order: the leader stamps the time into
+// the entry.
+//
+// # The write path
+//
+// The leader packs the writes that wait for the log into one entry
+// (batch.go): a batch is proposed at once when none of this member's
+// batches is in flight, otherwise the writes wait and go together when one
+// lands (or, up to Config.MaxInflightBatches, once as many wait as the
+// last batch held). Under load the log holds one entry per group commit,
+// and raft's costs per entry (its future, the append, AppendEntries to
+// each follower, commit and apply) are paid per batch. After a batch of
+// forwarded writes, when nothing follows it, the leader appends a raft
+// barrier so that the followers learn the commit at once rather than after
+// raft's CommitTimeout.
+//
+// Raft's log lives in a segment log (package wal) in the data directory's
+// wal folder, behind a byte-bounded cache of recent entries (logstore.go):
+// one pwrite and one fdatasync per append into preallocated files. Raft's
+// stable store and the snapshots live in Pebble (package store). A data
+// directory of a zkd that kept the log in Pebble has it moved at start.
+//
+// A request applies on every member; the member that submitted it
+// completes its Future, which the server turns into the reply. Snapshots
+// are taken every Config.SnapshotThreshold writes (ZooKeeper's snapCount)
+// and at a clean stop; a restart loads the newest and replays the log tail.
+package zab
