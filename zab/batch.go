@@ -211,6 +211,12 @@ func (n *Node) failQueued(err error) {
 	for _, it := range q {
 		n.failItem(it, err)
 	}
+	n.drainApplyq(err)
+}
+
+// drainApplyq fails the requests of every batch still waiting in applyq
+// with err, once nobody will wait on its raft future.
+func (n *Node) drainApplyq(err error) {
 	for {
 		select {
 		case p := <-n.applyq:

@@ -729,19 +729,8 @@ func (n *Node) completeLoop() {
 			}
 			n.batchLanded(p.batch)
 		case <-n.stop:
-			for {
-				select {
-				case p := <-n.applyq:
-					for _, seq := range p.seqs {
-						n.fail(seq, ErrStopped)
-					}
-					for _, ch := range p.forwarded {
-						ch <- ErrStopped
-					}
-				default:
-					return
-				}
-			}
+			n.drainApplyq(ErrStopped)
+			return
 		}
 	}
 }
