@@ -8,123 +8,23 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	"github.com/hashicorp/raft"
+
+	"github.com/zkd/zkd/zab/wal"
 )
 
 var _ raft.LogStore = (*Store)(nil)
 
-// logFormatV1 is the first byte of every encoded log entry.
-const logFormatV1 = 1
-
-// Flags of an encoded log entry.
-const (
-	flagAppendedAt = 1 << iota // AppendedAt is set (not the zero time)
-	flagData                   // Data is non-nil
-	flagExtensions             // Extensions is non-nil
-)
-
 // ErrCorruptLog is wrapped by errors decoding a stored log entry.
 var ErrCorruptLog = errors.New("store: corrupt log entry")
 
-// appendLog appends the encoding of l to buf: format byte, flags, uvarint
-// Index, uvarint Term, Type byte, varint AppendedAt in Unix nanoseconds (if
-// set), then Data and Extensions each as uvarint length and bytes (if
-// non-nil).
-func appendLog(buf []byte, l *raft.Log) []byte {
-	var flags byte
-	if !l.AppendedAt.IsZero() {
-		flags |= flagAppendedAt
-	}
-	if l.Data != nil {
-		flags |= flagData
-	}
-	if l.Extensions != nil {
-		flags |= flagExtensions
-	}
-	buf = append(buf, logFormatV1, flags)
-	buf = binary.AppendUvarint(buf, l.Index)
-	buf = binary.AppendUvarint(buf, l.Term)
-	buf = append(buf, byte(l.Type))
-	if flags&flagAppendedAt != 0 {
-		buf = binary.AppendVarint(buf, l.AppendedAt.UnixNano())
-	}
-	if l.Data != nil {
-		buf = binary.AppendUvarint(buf, uint64(len(l.Data)))
-		buf = append(buf, l.Data...)
-	}
-	if l.Extensions != nil {
-		buf = binary.AppendUvarint(buf, uint64(len(l.Extensions)))
-		buf = append(buf, l.Extensions...)
-	}
-	return buf
-}
+// appendLog appends the encoding of l to buf: the segment log's (wal).
+func appendLog(buf []byte, l *raft.Log) []byte { return wal.AppendLog(buf, l) }
 
-// decodeLog fills l from b, copying byte slices out of b (which Pebble
-// reuses after the value's closer is closed).
+// decodeLog fills l from b, copying it first (Pebble reuses b after the
+// value's closer is closed).
 func decodeLog(b []byte, l *raft.Log) error {
-	if len(b) < 2 || b[0] != logFormatV1 {
-		return fmt.Errorf("%w: bad header", ErrCorruptLog)
-	}
-	flags := b[1]
-	if flags&^(flagAppendedAt|flagData|flagExtensions) != 0 {
-		return fmt.Errorf("%w: unknown flags %#x", ErrCorruptLog, flags)
-	}
-	b = b[2:]
-	uv := func(what string) (uint64, error) {
-		v, n := binary.Uvarint(b)
-		if n <= 0 {
-			return 0, fmt.Errorf("%w: bad %s", ErrCorruptLog, what)
-		}
-		b = b[n:]
-		return v, nil
-	}
-	bytesField := func(what string) ([]byte, error) {
-		n, err := uv(what)
-		if err != nil {
-			return nil, err
-		}
-		if n > uint64(len(b)) {
-			return nil, fmt.Errorf("%w: %s length %d exceeds %d bytes", ErrCorruptLog, what, n, len(b))
-		}
-		out := make([]byte, n)
-		copy(out, b[:n])
-		b = b[n:]
-		return out, nil
-	}
-	var err error
-	if l.Index, err = uv("index"); err != nil {
-		return err
-	}
-	if l.Term, err = uv("term"); err != nil {
-		return err
-	}
-	if len(b) < 1 {
-		return fmt.Errorf("%w: missing type", ErrCorruptLog)
-	}
-	l.Type = raft.LogType(b[0])
-	b = b[1:]
-	l.AppendedAt = time.Time{}
-	if flags&flagAppendedAt != 0 {
-		ns, n := binary.Varint(b)
-		if n <= 0 {
-			return fmt.Errorf("%w: bad appended-at", ErrCorruptLog)
-		}
-		b = b[n:]
-		l.AppendedAt = time.Unix(0, ns)
-	}
-	l.Data = nil
-	if flags&flagData != 0 {
-		if l.Data, err = bytesField("data"); err != nil {
-			return err
-		}
-	}
-	l.Extensions = nil
-	if flags&flagExtensions != 0 {
-		if l.Extensions, err = bytesField("extensions"); err != nil {
-			return err
-		}
-	}
-	if len(b) != 0 {
-		return fmt.Errorf("%w: %d trailing bytes", ErrCorruptLog, len(b))
+	if err := wal.DecodeLog(append([]byte(nil), b...), l); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorruptLog, err)
 	}
 	return nil
 }

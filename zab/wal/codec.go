@@ -23,6 +23,17 @@ const (
 // turn it into a CorruptError naming the file and offset.
 var errPayload = errors.New("bad payload")
 
+// AppendLog appends the encoding of l to buf, as the segment log stores it
+// (and zab/store stored it in Pebble).
+func AppendLog(buf []byte, l *raft.Log) []byte { return appendLog(buf, l) }
+
+// DecodeLog fills l from what AppendLog wrote. Data and Extensions alias b,
+// which the caller must not reuse. An error wraps ErrBadPayload.
+func DecodeLog(b []byte, l *raft.Log) error { return decodeLog(b, l) }
+
+// ErrBadPayload is wrapped by DecodeLog's errors.
+var ErrBadPayload = errPayload
+
 // appendLog appends the payload encoding of l to buf: format byte, flags,
 // uvarint Index, uvarint Term, Type byte, varint AppendedAt in Unix
 // nanoseconds (if set), then Data and Extensions each as uvarint length and
