@@ -17,10 +17,11 @@ import (
 // bookkeeping and its apply call.
 //
 // A batch is proposed as soon as a request arrives while none of this
-// member's batches is in flight (proposed, not yet applied here or
+// member's batches is in flight (proposed, not yet committed here or
 // failed); a lone client never waits for company. While one is in flight,
 // the requests wait, and go as the next batch once the one in flight
-// lands, or sooner, while fewer than Config.MaxInflightBatches are in
+// lands (commits: the apply goroutine proposes them before it applies the
+// batch that landed), or sooner, while fewer than Config.MaxInflightBatches are in
 // flight, once as many wait as the last batch held: a second batch then
 // overlaps the first one's fsync and apply without splitting the load into
 // one large batch and one of a single request, which would double the
@@ -139,15 +140,26 @@ func (n *Node) flushLocked() {
 	b.bytes -= size
 }
 
-// batchLanded ends batch id's flight (applied here, or failed) and
-// proposes what waits, on the proposer goroutine: the caller may be the
-// apply goroutine, which must not block on raft.
-func (n *Node) batchLanded(id uint64) {
+// batchLanded ends batch id's flight and proposes what waits. The apply
+// goroutine calls it with direct set as the batch commits, before its
+// requests apply: it proposes the next batch itself, so that batch's fsync
+// overlaps this one's apply and replies without waking the proposer first.
+// (raft.Apply does not block it: every Apply is made under submitMu, and
+// the pacing keeps at most MaxInflightBatches batches and the odd leader
+// entry in raft's apply channel, far below its capacity.) completeLoop
+// calls it for a batch that failed, and hands the proposing to the
+// proposer goroutine.
+func (n *Node) batchLanded(id uint64, direct bool) {
 	n.submitMu.Lock()
 	remote, ok := n.batch.inflight[id]
 	delete(n.batch.inflight, id)
 	if ok && remote && !n.standalone {
 		n.batch.poke = true
+	}
+	if ok && direct {
+		for n.mayFlushLocked() {
+			n.flushLocked()
+		}
 	}
 	more := ok && (n.mayFlushLocked() || n.pokeDueLocked())
 	n.submitMu.Unlock()

@@ -25,8 +25,10 @@
 // The leader packs the writes that wait for the log into one entry
 // (batch.go): a batch is proposed at once when none of this member's
 // batches is in flight, otherwise the writes wait and go together when one
-// lands (or, up to Config.MaxInflightBatches, once as many wait as the
-// last batch held). Under load the log holds one entry per group commit,
+// lands: when it commits, before its writes apply, the apply goroutine
+// proposes them, so their fsync overlaps that apply (or, up to
+// Config.MaxInflightBatches, sooner, once as many wait as the last batch
+// held). Under load the log holds one entry per group commit,
 // and raft's costs per entry (its future, the append, AppendEntries to
 // each follower, commit and apply) are paid per batch. After a batch of
 // forwarded writes, when nothing follows it, the leader appends a raft

@@ -78,8 +78,10 @@ type fsm struct {
 	snapEvery uint64
 	onSnapDue func()
 	sinceSnap uint64
-	// onBatch is called once every request of a kindBatch entry applied,
-	// with the entry's origin and batch id.
+	// onBatch is called when a kindBatch entry is committed, before its
+	// requests apply, with the entry's origin and batch id: the leader
+	// proposes the next batch then, so that its fsync overlaps this
+	// batch's apply and replies. Called on the apply goroutine.
 	onBatch func(origin, id uint64)
 	// lockName tells a lock recipe's node name (Config.LockName): those
 	// of an expired session become tombstones under a lock delay.
@@ -177,6 +179,9 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		return nil
 	}
 	if e.kind == kindBatch {
+		if f.onBatch != nil {
+			f.onBatch(e.origin, e.seq)
+		}
 		tree := f.tree.Load()
 		for i := range e.packed {
 			p := &e.packed[i]
@@ -184,9 +189,6 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 			f.applyOne(tree, f.nextZxid(l.Term), &one)
 		}
 		f.setApplied(l.Index)
-		if f.onBatch != nil {
-			f.onBatch(e.origin, e.seq)
-		}
 		return nil
 	}
 	zxid := f.nextZxid(l.Term)
