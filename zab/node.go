@@ -202,7 +202,7 @@ type Node struct {
 	// until their entry applies (requests forwarded to the leader
 	// included: the leader proposes them with this member's bootID).
 	seq     atomic.Uint64
-	pending sync.Map // uint64 → *Future
+	pending pendingFutures
 	// standalone is true when this member is the whole cluster.
 	standalone bool
 	// recovery is what Open found on disk; set once in Open.
@@ -297,7 +297,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.fsm.onBatch = func(origin, id uint64) {
 		if origin == n.bootID {
-			n.batchLanded(id)
+			n.batchLanded(id, true)
 		}
 	}
 	n.fsm.onSessionClosed = func(id int64) {
@@ -569,7 +569,7 @@ func (n *Node) Register() (seq uint64, f *Future) {
 	default:
 	}
 	seq = n.seq.Add(1)
-	n.pending.Store(seq, f)
+	n.pending.add(seq, f)
 	return seq, f
 }
 
@@ -679,7 +679,7 @@ func (n *Node) Submit(r *Request) *Future {
 	default:
 	}
 	seq := n.seq.Add(1)
-	n.pending.Store(seq, f)
+	n.pending.add(seq, f)
 	n.submitMu.Lock()
 	n.enqueueLocked(queued{origin: n.bootID, seq: seq, req: *r})
 	n.submitMu.Unlock()
@@ -692,15 +692,15 @@ func (n *Node) applied(origin, seq uint64, res Result) {
 	if origin != n.bootID {
 		return
 	}
-	if f, ok := n.pending.LoadAndDelete(seq); ok {
-		f.(*Future).complete(res)
+	if f := n.pending.take(seq); f != nil {
+		f.complete(res)
 	}
 }
 
 // fail completes a pending request that never applied.
 func (n *Node) fail(seq uint64, err error) {
-	if f, ok := n.pending.LoadAndDelete(seq); ok {
-		f.(*Future).complete(Result{Err: err})
+	if f := n.pending.take(seq); f != nil {
+		f.complete(Result{Err: err})
 	}
 }
 
@@ -727,7 +727,7 @@ func (n *Node) completeLoop() {
 			for _, ch := range p.forwarded {
 				ch <- err
 			}
-			n.batchLanded(p.batch)
+			n.batchLanded(p.batch, false)
 		case <-n.stop:
 			n.drainApplyq(ErrStopped)
 			return
@@ -898,10 +898,9 @@ func (n *Node) Close() error {
 		close(n.stop)
 		n.wg.Wait()
 		n.failQueued(ErrStopped)
-		n.pending.Range(func(k, _ any) bool {
-			n.fail(k.(uint64), ErrStopped)
-			return true
-		})
+		for _, f := range n.pending.takeAll() {
+			f.complete(Result{Err: ErrStopped})
+		}
 		if cerr := n.wal.Close(); err == nil {
 			err = cerr
 		}

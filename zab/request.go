@@ -2,6 +2,7 @@ package zab
 
 import (
 	"errors"
+	"sync"
 
 	"github.com/zkd/zkd/jute"
 )
@@ -95,6 +96,48 @@ func (f *Future) Result() Result { return f.res }
 func (f *Future) complete(res Result) {
 	f.res = res
 	close(f.done)
+}
+
+// pendingFutures holds this member's requests that have not completed,
+// by seq. A map under a mutex rather than a sync.Map: every write adds
+// and removes one entry, and sync.Map allocates on each of those.
+type pendingFutures struct {
+	mu sync.Mutex
+	m  map[uint64]*Future
+}
+
+// add records f as the future of request seq.
+func (p *pendingFutures) add(seq uint64, f *Future) {
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = make(map[uint64]*Future)
+	}
+	p.m[seq] = f
+	p.mu.Unlock()
+}
+
+// take removes and returns the future of request seq, nil if none waits
+// (another member's request, or one already completed).
+func (p *pendingFutures) take(seq uint64) *Future {
+	p.mu.Lock()
+	f := p.m[seq]
+	if f != nil {
+		delete(p.m, seq)
+	}
+	p.mu.Unlock()
+	return f
+}
+
+// takeAll removes and returns every future still waiting.
+func (p *pendingFutures) takeAll() []*Future {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*Future, 0, len(p.m))
+	for _, f := range p.m {
+		out = append(out, f)
+	}
+	clear(p.m)
+	return out
 }
 
 // Wait blocks until the future completes and returns its result.
