@@ -20,6 +20,7 @@ const handOffAfter = 2 * time.Millisecond
 // nextSoon reports whether input arrives within handOffAfter.
 func (c *conn) nextSoon() bool {
 	c.nc.SetReadDeadline(time.Now().Add(handOffAfter))
+	c.br.warm = true
 	_, err := c.br.Peek(1)
 	return err == nil
 }
@@ -41,6 +42,7 @@ func (c *conn) resume() {
 	var handedOff bool
 	defer c.endReader(&handedOff)
 	c.nc.SetReadDeadline(c.readDeadline())
+	c.br.warm = false // idle: wait on the small buffer
 	if _, err := c.br.Peek(1); err != nil {
 		c.logReadError(err)
 		return

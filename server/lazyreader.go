@@ -29,12 +29,17 @@ var readBufPool = sync.Pool{New: func() any {
 // short. Reads at least as large as the buffer in use go straight into the
 // caller's slice, as bufio.Reader does.
 type lazyReader struct {
-	rd    io.Reader
-	buf   []byte  // small[:] or *big, whichever the last fill used
-	big   *[]byte // the pooled buffer, nil when not held
-	r, w  int     // buf[r:w] is unread
-	err   error   // deferred error of the last fill
-	busy  bool    // the last fill filled its buffer: more is likely waiting
+	rd   io.Reader
+	buf  []byte  // small[:] or *big, whichever the last fill used
+	big  *[]byte // the pooled buffer, nil when not held
+	r, w int     // buf[r:w] is unread
+	err  error   // deferred error of the last fill
+	busy bool    // the last fill filled its buffer: more is likely waiting
+	// warm is set by the owner while the connection is busy (a request
+	// was just handled and the next is due within a round trip): fills
+	// then use the big buffer too, so a request larger than the small
+	// buffer (a 1 KiB setData) arrives in one read instead of two.
+	warm  bool
 	small [lazySmallSize]byte
 }
 
@@ -52,7 +57,7 @@ func (b *lazyReader) release() {
 // choose picks the buffer for the next fill of an empty reader.
 func (b *lazyReader) choose() {
 	b.r, b.w = 0, 0
-	if !b.busy {
+	if !b.busy && !b.warm {
 		b.release()
 		b.buf = b.small[:]
 		return

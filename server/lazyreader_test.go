@@ -91,6 +91,53 @@ func TestLazyReaderReleasesWhenCaughtUp(t *testing.T) {
 	}
 }
 
+// countingReader counts the reads of its source.
+type countingReader struct {
+	io.Reader
+	reads int
+}
+
+func (r *countingReader) Read(p []byte) (int, error) {
+	r.reads++
+	return r.Reader.Read(p)
+}
+
+func TestLazyReaderWarm(t *testing.T) {
+	// A 1 KiB request frame, as a client's setData sends, read the way the
+	// connection reads it: Peek for the length, then the whole frame. Cold
+	// (idle) it takes two reads of the socket; warm, one. Either way an
+	// idle reader ends holding no big buffer once cold again.
+	frame := make([]byte, 4+1024)
+	for i := range frame {
+		frame[i] = byte(i)
+	}
+	for _, tt := range []struct {
+		warm  bool
+		reads int
+	}{{false, 2}, {true, 1}} {
+		src := &countingReader{Reader: bytes.NewReader(frame)}
+		lr := newLazyReader(src)
+		lr.warm = tt.warm
+		if _, err := lr.Peek(4); err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(frame))
+		if _, err := io.ReadFull(lr, got); err != nil || !bytes.Equal(got, frame) {
+			t.Fatalf("warm=%v: frame read wrong: %v", tt.warm, err)
+		}
+		if src.reads != tt.reads {
+			t.Errorf("warm=%v: %d reads of the source, want %d", tt.warm, src.reads, tt.reads)
+		}
+		lr.warm = false
+		if _, err := lr.Peek(1); err != io.EOF {
+			t.Fatalf("warm=%v: Peek at end: %v, want EOF", tt.warm, err)
+		}
+		if lr.big != nil {
+			t.Errorf("warm=%v: a cold, idle reader holds the big buffer", tt.warm)
+		}
+	}
+}
+
 func TestSlotQueue(t *testing.T) {
 	var q slotQueue
 	if how, _ := q.add(&slot{xid: 1}, false); how != addStart {
