@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"net"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -20,21 +18,7 @@ import (
 )
 
 // newFuture returns a pending zab.Future and the function completing it.
-// zab exports no constructor, so the test fills the unexported fields.
-func newFuture() (*zab.Future, func(zab.Result)) {
-	f := new(zab.Future)
-	v := reflect.ValueOf(f).Elem()
-	done := make(chan struct{})
-	setField(v.FieldByName("done"), reflect.ValueOf(done))
-	return f, func(r zab.Result) {
-		setField(v.FieldByName("res"), reflect.ValueOf(r))
-		close(done)
-	}
-}
-
-func setField(f, x reflect.Value) {
-	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(x)
-}
+func newFuture() (*zab.Future, func(zab.Result)) { return zab.NewFuture() }
 
 // fakeBackend applies writes straight to a datatree.Tree on one apply
 // goroutine, in submission order, as zab does on a single member.

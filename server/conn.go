@@ -671,11 +671,25 @@ func (c *conn) push(sl *slot) bool {
 	}
 	c.pending.Add(1)
 	c.s.stats.outstanding.Add(1)
-	// Nothing before it and nothing to wait for: answer it here.
-	inline := sl.fut == nil && sl.op != jute.OpSync
-	switch how, _ := c.slots.add(sl, inline); how {
+	hand := handQueue
+	switch {
+	case sl.fut == nil && sl.op != jute.OpSync:
+		// Nothing to wait for: answered here if nothing is before it.
+		hand = handInline
+	case sl.fut != nil && !sl.closeAfter:
+		// A write: if nothing is before it, nobody need wait for it.
+		// The goroutine that completes its future (the apply goroutine,
+		// once it applied) finishes it, which saves waking a completer
+		// for every write.
+		hand = handPark
+	}
+	switch how, _ := c.slots.add(sl, hand); how {
 	case addInline:
 		c.finish(sl)
+	case addParked:
+		if !sl.fut.OnComplete(func() { c.finishHooked(sl) }) {
+			c.finishHooked(sl) // it already completed
+		}
 	case addStart:
 		c.wg.Add(1)
 		c.spawn(c.complete, "completer")
@@ -683,6 +697,26 @@ func (c *conn) push(sl *slot) bool {
 		c.slots.wakeUp()
 	}
 	return true
+}
+
+// finishHooked finishes a parked write on the goroutine that completed its
+// future, unless a completer took it first; then it wakes the completer of
+// the slots queued behind it. It must not block, and starts no goroutine
+// (it runs on no goroutine of the connection, so it cannot count one in
+// c.wg): finish of a completed write only encodes, counts and writes
+// without waiting (see enqueue).
+func (c *conn) finishHooked(sl *slot) {
+	if !c.slots.hook(sl) {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.slots.unhook()
+			c.panicked("reply", r)
+		}
+	}()
+	c.finish(sl)
+	c.slots.unhook()
 }
 
 // isWrite reports whether a request goes through the log.

@@ -140,17 +140,17 @@ func TestLazyReaderWarm(t *testing.T) {
 
 func TestSlotQueue(t *testing.T) {
 	var q slotQueue
-	if how, _ := q.add(&slot{xid: 1}, false); how != addStart {
+	if how, _ := q.add(&slot{xid: 1}, handQueue); how != addStart {
 		t.Fatalf("first add: %d, want addStart", how)
 	}
-	if how, held := q.add(&slot{xid: 2}, true); how != addQueued || held != 1 {
+	if how, held := q.add(&slot{xid: 2}, handInline); how != addQueued || held != 1 {
 		t.Fatalf("second add: how=%d held=%d; want queued behind the first", how, held)
 	}
 	// Steady traffic: the queue never drains, and must not grow.
 	next := int32(3)
 	want := int32(1)
 	for range 1000 {
-		q.add(&slot{xid: next}, false)
+		q.add(&slot{xid: next}, handQueue)
 		next++
 		if sl := q.next(); sl == nil || sl.xid != want {
 			t.Fatalf("next = %v, want xid %d", sl, want)
@@ -164,7 +164,7 @@ func TestSlotQueue(t *testing.T) {
 	if sl := q.next(); sl == nil {
 		t.Fatal("queue drained early")
 	}
-	if how, _ := q.add(&slot{xid: next}, true); how != addQueued {
+	if how, _ := q.add(&slot{xid: next}, handInline); how != addQueued {
 		t.Fatalf("add while the completer is busy: %d, want addQueued", how)
 	}
 	for q.next() != nil {
@@ -173,10 +173,10 @@ func TestSlotQueue(t *testing.T) {
 	if !q.running || q.busy {
 		t.Fatalf("drained queue: running=%v busy=%v; want a lingering completer", q.running, q.busy)
 	}
-	if how, _ := q.add(&slot{}, true); how != addInline {
+	if how, _ := q.add(&slot{}, handInline); how != addInline {
 		t.Fatalf("read with nothing ahead: %d, want addInline", how)
 	}
-	if how, _ := q.add(&slot{}, false); how != addWake {
+	if how, _ := q.add(&slot{}, handQueue); how != addWake {
 		t.Fatalf("write to a lingering completer: %d, want addWake", how)
 	}
 	if q.stop() {
@@ -188,7 +188,75 @@ func TestSlotQueue(t *testing.T) {
 	if !q.stop() || q.running {
 		t.Fatal("stop on an empty queue did not end the completer")
 	}
-	if how, _ := q.add(&slot{}, false); how != addStart {
+	if how, _ := q.add(&slot{}, handQueue); how != addStart {
 		t.Fatalf("add after stop: %d, want addStart", how)
 	}
+}
+
+// TestSlotQueueHook walks a parked write through the ways its reply can be
+// finished: by the hook of its future, by a completer that took it first,
+// and with slots queued behind it while the hook runs.
+func TestSlotQueueHook(t *testing.T) {
+	t.Run("hook finishes a lone write", func(t *testing.T) {
+		var q slotQueue
+		w := &slot{xid: 1}
+		if how, _ := q.add(w, handPark); how != addParked {
+			t.Fatalf("lone write: %d, want addParked", how)
+		}
+		if q.running {
+			t.Fatal("parking started a completer")
+		}
+		if !q.hook(w) {
+			t.Fatal("hook refused the first, untaken slot")
+		}
+		// While the hook finishes it, a read may not overtake it, and a
+		// completer started for it waits.
+		if how, _ := q.add(&slot{xid: 2}, handInline); how != addStart {
+			t.Fatalf("read during the hook: %d, want addStart (queued)", how)
+		}
+		if sl := q.next(); sl != nil {
+			t.Fatalf("completer took xid %d while the hook runs", sl.xid)
+		}
+		q.unhook()
+		select {
+		case <-q.wake:
+		default:
+			t.Fatal("unhook did not wake the completer of the queued read")
+		}
+		if sl := q.next(); sl == nil || sl.xid != 2 {
+			t.Fatalf("after unhook next = %v, want xid 2", sl)
+		}
+	})
+	t.Run("completer takes it first", func(t *testing.T) {
+		var q slotQueue
+		w := &slot{xid: 1}
+		q.add(w, handPark)
+		// A second request behind it starts a completer, which takes the
+		// parked write and waits for its future itself.
+		if how, _ := q.add(&slot{xid: 2}, handPark); how != addStart {
+			t.Fatalf("write behind a parked one: %d, want addStart", how)
+		}
+		if sl := q.next(); sl != w {
+			t.Fatalf("completer took %v, want the parked write", sl)
+		}
+		if q.hook(w) {
+			t.Fatal("hook took a slot the completer owns")
+		}
+	})
+	t.Run("not first: queued", func(t *testing.T) {
+		var q slotQueue
+		q.add(&slot{xid: 1}, handQueue) // a completer starts, busy with it
+		if how, _ := q.add(&slot{xid: 2}, handPark); how != addQueued {
+			t.Fatalf("write behind a busy completer: %d, want addQueued", how)
+		}
+	})
+	t.Run("dropped before the hook", func(t *testing.T) {
+		var q slotQueue
+		w := &slot{xid: 1}
+		q.add(w, handPark)
+		q.drain()
+		if q.hook(w) {
+			t.Fatal("hook took a slot of a connection that ended")
+		}
+	})
 }

@@ -23,9 +23,12 @@ type slotQueue struct {
 	mu      sync.Mutex
 	q       []*slot
 	head    int
-	running bool          // a completer goroutine owns the queue
-	busy    bool          // the completer is finishing a slot it took
-	wake    chan struct{} // the lingering completer's wake-up (capacity 1), while running
+	running bool // a completer goroutine owns the queue
+	busy    bool // the completer is finishing a slot it took
+	// hooked: the goroutine that completed a parked write's future is
+	// finishing it (see conn.push); nobody else takes slots meanwhile.
+	hooked bool
+	wake   chan struct{} // the lingering completer's wake-up (capacity 1), while running
 }
 
 // Ways add hands a slot on.
@@ -34,16 +37,25 @@ const (
 	addStart         // queued: the caller must start a completer
 	addWake          // queued: the caller must wake the lingering completer
 	addInline        // not queued: nothing is ahead of it, finish it here
+	addParked        // queued, first, with nobody woken: its future's completion finishes it
 )
 
-// add appends sl, or with inline set leaves it to the caller when nothing
+// Ways a slot is handed on, for add.
+const (
+	handQueue  = iota // queue it for a completer
+	handInline        // finish it on the caller's goroutine if nothing is ahead
+	handPark          // a write: if nothing is ahead, park it for its future's hook
+)
+
+// add appends sl, or with handInline leaves it to the caller when nothing
 // is queued or being finished ahead of it. It reports what the caller must
 // do, and how many slots the queue held before.
-func (p *slotQueue) add(sl *slot, inline bool) (how, held int) {
+func (p *slotQueue) add(sl *slot, hand int) (how, held int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	held = len(p.q) - p.head
-	if inline && held == 0 && !p.busy {
+	first := held == 0 && !p.busy && !p.hooked
+	if hand == handInline && first {
 		return addInline, 0
 	}
 	if p.head > 0 && len(p.q) == cap(p.q) {
@@ -54,10 +66,16 @@ func (p *slotQueue) add(sl *slot, inline bool) (how, held int) {
 	}
 	p.q = append(p.q, sl)
 	switch {
+	case hand == handPark && first:
+		return addParked, held
 	case !p.running:
-		p.running, p.busy = true, true
+		// Behind a hook's slot, the completer waits until unhook wakes
+		// it: only the connection's own goroutines start completers.
+		p.running, p.busy = true, !p.hooked
 		p.wake = make(chan struct{}, 1)
 		return addStart, held
+	case p.hooked:
+		return addQueued, held // unhook wakes the completer
 	case !p.busy:
 		return addWake, held
 	}
@@ -90,6 +108,9 @@ func (p *slotQueue) wakeChan() <-chan struct{} {
 func (p *slotQueue) next() *slot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.hooked {
+		return nil // a hook finishes the first slot; unhook wakes us after
+	}
 	if p.head == len(p.q) {
 		p.busy = false
 		p.reset()
@@ -103,6 +124,41 @@ func (p *slotQueue) next() *slot {
 		p.reset()
 	}
 	return sl
+}
+
+// hook takes sl, a parked write whose future just completed, for the
+// completing goroutine to finish: true if sl is still first and nobody
+// finishes a slot, and then nobody else takes slots until unhook. False
+// means a completer took sl meanwhile (or the connection dropped it).
+func (p *slotQueue) hook(sl *slot) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.busy || p.hooked || p.head == len(p.q) || p.q[p.head] != sl {
+		return false
+	}
+	p.hooked = true
+	p.q[p.head] = nil
+	p.head++
+	if p.head == len(p.q) {
+		p.reset()
+	}
+	return true
+}
+
+// unhook ends a hook's turn. The slots queued meanwhile have a completer
+// (add started one if none ran): unhook wakes it.
+func (p *slotQueue) unhook() {
+	p.mu.Lock()
+	p.hooked = false
+	w := p.wake
+	queued := p.head != len(p.q)
+	p.mu.Unlock()
+	if queued && w != nil {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // stop ends the lingering completer if nothing arrived meanwhile: true

@@ -309,3 +309,31 @@ func TestNodeSnapshotsAfterSnapCountWrites(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestFutureOnComplete(t *testing.T) {
+	// Set before completion, the hook runs once, after Done closed, with
+	// the result in place; set after, it is refused and never runs.
+	f := newFuture()
+	ran := 0
+	if !f.OnComplete(func() {
+		ran++
+		select {
+		case <-f.Done():
+		default:
+			t.Error("hook ran before Done closed")
+		}
+		if f.Result().Zxid != 7 {
+			t.Errorf("hook saw zxid %d, want 7", f.Result().Zxid)
+		}
+	}) {
+		t.Fatal("OnComplete on a pending future refused")
+	}
+	f.complete(Result{Zxid: 7})
+	if ran != 1 {
+		t.Fatalf("hook ran %d times, want 1", ran)
+	}
+	done := FailedFuture(ErrNotLeader)
+	if done.OnComplete(func() { t.Error("hook of a completed future ran") }) {
+		t.Fatal("OnComplete on a completed future accepted")
+	}
+}

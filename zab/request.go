@@ -3,6 +3,7 @@ package zab
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zkd/zkd/jute"
 )
@@ -73,7 +74,18 @@ type Result struct {
 type Future struct {
 	done chan struct{}
 	res  Result
+	// state is futurePending, futureHooked once OnComplete set hook, or
+	// futureDone once complete ran.
+	state atomic.Uint32
+	hook  func()
 }
+
+// Future states.
+const (
+	futurePending = iota
+	futureHooked
+	futureDone
+)
 
 func newFuture() *Future { return &Future{done: make(chan struct{})} }
 
@@ -86,16 +98,38 @@ func FailedFuture(err error) *Future {
 	return f
 }
 
+// NewFuture returns a pending Future and the function that completes it
+// (once), for a Backend that is not a Node: a test's, or one that answers
+// writes itself.
+func NewFuture() (*Future, func(Result)) {
+	f := newFuture()
+	return f, f.complete
+}
+
 // Done is closed once Result may be read.
 func (f *Future) Done() <-chan struct{} { return f.done }
 
 // Result returns the outcome; call it only after Done is closed.
 func (f *Future) Result() Result { return f.res }
 
-// complete records res and wakes the waiter. It must be called once.
+// complete records res, wakes the waiter and runs the hook set by
+// OnComplete. It must be called once.
 func (f *Future) complete(res Result) {
 	f.res = res
 	close(f.done)
+	if f.state.Swap(futureDone) == futureHooked {
+		f.hook()
+	}
+}
+
+// OnComplete makes fn run on the goroutine that completes the future (the
+// apply goroutine, for a write that applied), right after Done closes,
+// so that a caller with no goroutine waiting can finish the request
+// there; fn must not block. It returns false, and never calls fn, if the
+// future already completed. Call it at most once.
+func (f *Future) OnComplete(fn func()) bool {
+	f.hook = fn
+	return f.state.CompareAndSwap(futurePending, futureHooked)
 }
 
 // pendingFutures holds this member's requests that have not completed,
