@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // cfgFrom parses zoo.cfg text (dataDir added) with the given environment.
