@@ -59,4 +59,10 @@
 // Locking: one RWMutex guards the nodes and a second mutex guards the watch
 // tables (order: tree lock, then watch lock). Watchers are notified after
 // both are released, on the goroutine that made the change.
+//
+// # Layers
+//
+// zkd's packages depend one way, cmd → {server, quorum} → zab →
+// {datatree, session} → jute; cmd/internal/layers checks it.
+// datatree imports jute only, and not session, its sibling.
 package datatree

@@ -54,4 +54,10 @@
 // than 0 or 1, a null string, odd multi header fields) make it false. The
 // fuzz targets use it to require byte-identical re-encoding of canonical
 // input.
+//
+// # Layers
+//
+// zkd's packages depend one way, cmd → {server, quorum} → zab →
+// {datatree, session} → jute; cmd/internal/layers checks it.
+// jute is the bottom layer: it imports no other zkd package.
 package jute

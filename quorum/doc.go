@@ -121,4 +121,11 @@
 //
 // A single server.N line (or none) is a standalone member: a one-voter
 // raft cluster on an in-memory transport, the same code path.
+//
+// # Layers
+//
+// zkd's packages depend one way, cmd → {server, quorum} → zab →
+// {datatree, session} → jute; cmd/internal/layers checks it.
+// quorum imports zab (with zab/tlsconf for the members' TLS), datatree
+// and jute, never server: cmd/zkd wires the two side by side.
 package quorum

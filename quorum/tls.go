@@ -15,14 +15,14 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
-	"github.com/zkd/zkd/server/tlsconf"
+	"github.com/zkd/zkd/zab/tlsconf"
 )
 
 // PeerTLS is the mutual TLS members speak to each other when sslQuorum is
 // on (ZooKeeper's ssl.quorum.* keys): the raft transport on the quorum
 // port and forwarding on the election port both use it, so a member
 // without a certificate the others trust can neither vote nor forward.
-// server/tlsconf's Reloader implements it.
+// zab/tlsconf's Reloader implements it.
 type PeerTLS interface {
 	// ServerConfig is the configuration of the quorum and election
 	// listeners; it must require and verify client certificates.

@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/zkd/zkd/server/tlsconf"
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // testPeerTLS returns the quorum stores of a member presenting cert and

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkd/zkd/jute"
-	"github.com/zkd/zkd/server/tlsconf"
+	"github.com/zkd/zkd/zab/tlsconf"
 )
 
 // schemeX509 is ZooKeeper's X509AuthenticationProvider scheme: the id is

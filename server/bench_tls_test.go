@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/zkd/zkd/jute"
-	"github.com/zkd/zkd/server/tlsconf"
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // processCPU is the user and system CPU time this process used so far.

@@ -50,4 +50,12 @@
 // Server.mu may be held while taking conn.out.mu, never the reverse.
 // conn.auth.mu is a leaf. No server or connection lock is held while calling
 // into the Backend or the tree.
+//
+// # Layers
+//
+// zkd's packages depend one way, cmd → {server, quorum} → zab →
+// {datatree, session} → jute; cmd/internal/layers checks it.
+// server imports zab (with zab/tlsconf and zab/fencing), datatree,
+// session and jute, never quorum: it hands writes to its Backend, which
+// cmd/zkd wires to a quorum member.
 package server

@@ -389,7 +389,7 @@ type KeyValue struct {
 }
 
 // Monitor backs mntr and the admin monitor command: ZooKeeper's zk_*
-// keys that this server reports (see ZKMetrics and docs/operations.md for
+// keys that this server reports (see ZKMetrics and docs/monitor.md for
 // those it has no counterpart for), in ZooKeeper's order of kinds.
 func (s *Server) Monitor() []KeyValue {
 	lines := s.zm.reg.Lines()

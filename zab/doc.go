@@ -45,4 +45,13 @@
 // completes its Future, which the server turns into the reply. Snapshots
 // are taken every Config.SnapshotThreshold writes (ZooKeeper's snapCount)
 // and at a clean stop; a restart loads the newest and replays the log tail.
+//
+// # Layers
+//
+// zkd's packages depend one way, cmd → {server, quorum} → zab →
+// {datatree, session} → jute; cmd/internal/layers checks it.
+// zab imports datatree, session and jute, never server, quorum or cmd.
+// It also holds the leaves that server and quorum both use, so that
+// neither reaches into the other: zab/fencing (fencing tokens) and
+// zab/tlsconf (TLS from ZooKeeper's ssl.* settings).
 package zab

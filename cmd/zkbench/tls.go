@@ -2,19 +2,20 @@ package main
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkd/zkd/zab/tlsconf"
 )
 
 // tlsFlags are -tls-ca, -tls-cert and -tls-key: PEM files of the CA that
 // signed the server's certificate and of the client's own certificate and
-// key (both or neither).
+// key (both or neither). The CA file is read as zkd reads a PEM trust store
+// (tlsconf.LoadTrustStore).
 type tlsFlags struct {
 	ca, cert, key string
 }
@@ -32,13 +33,9 @@ func (f tlsFlags) dialer() (zk.Dialer, error) {
 		}
 		return plain, nil
 	}
-	pem, err := os.ReadFile(f.ca)
+	roots, err := tlsconf.LoadTrustStore(f.ca, "", tlsconf.TypePEM)
 	if err != nil {
 		return nil, fmt.Errorf("zkbench: -tls-ca: %w", err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("zkbench: -tls-ca %s: no PEM certificate", f.ca)
 	}
 	conf := &tls.Config{RootCAs: roots}
 	if (f.cert == "") != (f.key == "") {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // TestTLSFlags: -tls-* flags give a dialer that speaks TLS to a server the

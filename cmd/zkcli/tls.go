@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/zkd/zkd/server/tlsconf"
+	"github.com/zkd/zkd/zab/tlsconf"
 )
 
 // clientTLS is the TLS configuration of every connection, nil for

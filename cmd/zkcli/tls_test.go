@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/zkd/zkd/compat/zkproc"
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // TestIntegration_TLS: zkcli reaches a secure client port with the TLS

@@ -271,6 +271,9 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 // run starts the node and the client listener and serves until SIGTERM or
 // SIGINT.
 func run(c *zooCfg, log *zap.Logger) error {
+	for _, k := range c.UnknownKeys {
+		log.Warn("zoo.cfg: "+unknownKeyMessage(k), zap.String("key", k))
+	}
 	qc, nc, sc, err := configs(c, log)
 	if err != nil {
 		return err
@@ -279,8 +282,8 @@ func run(c *zooCfg, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	if len(c.Unknown) > 0 {
-		log.Info("zoo.cfg keys accepted without effect", zap.Strings("keys", c.Unknown))
+	if len(c.NoEffect) > 0 {
+		log.Info("zoo.cfg keys accepted without effect", zap.Strings("keys", c.NoEffect))
 	}
 	raiseFileLimit(log)
 	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/zkd/zkd/quorum"
 	"github.com/zkd/zkd/server"
-	"github.com/zkd/zkd/server/tlsconf"
+	"github.com/zkd/zkd/zab/tlsconf"
 )
 
 // x509ProviderClass is ZooKeeper's X509AuthenticationProvider, which an

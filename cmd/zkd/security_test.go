@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // cfgFrom parses zoo.cfg text (dataDir added) with the given environment.
@@ -80,7 +80,7 @@ func TestSecureKeysParsed(t *testing.T) {
 	if c.SecureClientPort != 2281 || c.SecureClientPortAddress != "127.0.0.2" || c.ClientPortSet {
 		t.Fatalf("parsed %+v", c)
 	}
-	for _, k := range c.Unknown {
+	for _, k := range c.NoEffect {
 		if strings.Contains(k, "secure") {
 			t.Fatalf("%s accepted without effect", k)
 		}

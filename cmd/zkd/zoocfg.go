@@ -51,8 +51,13 @@ type zooCfg struct {
 	// Props holds system properties by full name ("zookeeper.extendedTypesEnabled",
 	// "jute.maxbuffer", "readonlymode.enabled", …).
 	Props map[string]string
-	// Unknown lists keys zkd read but does not act on, for one log line.
-	Unknown []string
+	// NoEffect lists the keys set that zkd accepts and does not act on
+	// (zooCfgKeys' noEffect), for one log line at start.
+	NoEffect []string
+	// UnknownKeys lists the keys set that zkd does not read at all, in
+	// file order; each gets a warning at start naming the closest key zkd
+	// knows. As in ZooKeeper they still become system properties.
+	UnknownKeys []string
 
 	// ClientPortSet tells an explicit clientPort from the default: with only
 	// secureClientPort given, zkd serves TLS alone, as ZooKeeper does.
@@ -135,6 +140,12 @@ func parseZooCfg(path string, env []string) (*zooCfg, error) {
 	for _, p := range kv {
 		if err := c.set(p[0], p[1]); err != nil {
 			return nil, fmt.Errorf("zkd: config %s: %s=%s: %w", path, p[0], p[1], err)
+		}
+		switch st, ok := keyStatusOf(p[0]); {
+		case !ok:
+			c.UnknownKeys = append(c.UnknownKeys, p[0])
+		case st == noEffect:
+			c.NoEffect = append(c.NoEffect, p[0])
 		}
 	}
 	if c.DataDir == "" {
@@ -273,8 +284,8 @@ func (c *zooCfg) set(key, val string) error {
 	case "autopurge.purgeInterval", "metricsProvider.exportJvmInfo", "dynamicConfigFile",
 		"localSessionsEnabled", "localSessionsUpgradingEnabled",
 		"preAllocSize", "peerType", "electionAlg", "quorumListenOnAllIPs", "forceSync":
-		// Read and accepted; zkd's behaviour does not depend on them.
-		c.Unknown = append(c.Unknown, key)
+		// Read and accepted; zkd's behaviour does not depend on them
+		// (zooCfgKeys marks them noEffect).
 	default:
 		if n, ok := strings.CutPrefix(key, "server."); ok {
 			id, err := strconv.Atoi(n)
@@ -285,7 +296,6 @@ func (c *zooCfg) set(key, val string) error {
 			return nil
 		}
 		if strings.HasPrefix(key, "group.") || strings.HasPrefix(key, "weight.") {
-			c.Unknown = append(c.Unknown, key)
 			return nil
 		}
 		// As QuorumPeerConfig: any other key is a system property.

@@ -12,7 +12,7 @@
 // TestZkdReportsZooKeeperKeys runs zkd through the same workload and checks
 // that every recorded key, and the Prometheus metric ZooKeeper's
 // PrometheusMetricsProvider derives from it, is either reported by zkd or
-// listed in docs/operations.md as one zkd has no counterpart for (never
+// listed in docs/monitor.md as one zkd has no counterpart for (never
 // both). Debian's package lacks the Prometheus provider's jar
 // (zookeeper-prometheus-metrics), so ZooKeeper's Prometheus names are
 // derived from the mntr keys as that provider derives them: one metric per

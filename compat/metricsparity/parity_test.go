@@ -275,11 +275,11 @@ func metricOf(key string, all []string) string {
 // never sees them.
 var infoKeys = []string{"version", "server_state", "peer_state"}
 
-// absentInDocs returns the metric names docs/operations.md lists as having
+// absentInDocs returns the metric names docs/monitor.md lists as having
 // no zkd counterpart, with the reason given.
 func absentInDocs(t *testing.T) map[string]string {
 	t.Helper()
-	b, err := os.ReadFile("../../docs/operations.md")
+	b, err := os.ReadFile("../../docs/monitor.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +287,7 @@ func absentInDocs(t *testing.T) map[string]string {
 	const head = "### ZooKeeper metrics zkd does not report"
 	i := strings.Index(doc, head)
 	if i < 0 {
-		t.Fatalf("docs/operations.md lacks %q", head)
+		t.Fatalf("docs/monitor.md lacks %q", head)
 	}
 	sec := doc[i+len(head):]
 	if j := strings.Index(sec, "\n#"); j >= 0 {
@@ -297,12 +297,12 @@ func absentInDocs(t *testing.T) map[string]string {
 	out := map[string]string{}
 	for _, m := range row.FindAllStringSubmatch(sec, -1) {
 		if strings.TrimSpace(m[2]) == "" {
-			t.Errorf("docs/operations.md: %s is listed without a reason", m[1])
+			t.Errorf("docs/monitor.md: %s is listed without a reason", m[1])
 		}
 		out[m[1]] = m[2]
 	}
 	if len(out) == 0 {
-		t.Fatal("docs/operations.md: no metric listed under " + head)
+		t.Fatal("docs/monitor.md: no metric listed under " + head)
 	}
 	return out
 }

@@ -18,7 +18,7 @@ import (
 // TestZkdReportsZooKeeperKeys runs zkd through the workload, standalone
 // and as an ensemble's leader and follower, and checks each key ZooKeeper
 // 3.8 answered (testdata): zkd reports it under the same name, or
-// docs/operations.md lists its metric with the reason zkd has none. It
+// docs/monitor.md lists its metric with the reason zkd has none. It
 // also checks the admin monitor command and the Prometheus names the same
 // way, and that the figures zkd reports follow the workload.
 func TestZkdReportsZooKeeperKeys(t *testing.T) {
@@ -38,7 +38,7 @@ func TestZkdReportsZooKeeperKeys(t *testing.T) {
 				reported[metric] = true
 				zkdMetrics[metric] = true
 			case !listed:
-				t.Errorf("%s: zkd lacks %s (metric %s), and docs/operations.md does not list it", role, k, metric)
+				t.Errorf("%s: zkd lacks %s (metric %s), and docs/monitor.md does not list it", role, k, metric)
 			}
 		}
 		t.Logf("%s: ZooKeeper 3.8 answers %d keys (%d metrics), zkd %d keys; of ZooKeeper's, zkd answers %d keys (%d metrics); the other metrics are documented",
@@ -46,7 +46,7 @@ func TestZkdReportsZooKeeperKeys(t *testing.T) {
 	}
 	for metric := range absent {
 		if reported[metric] {
-			t.Errorf("docs/operations.md lists %s as not reported, but zkd reports it", metric)
+			t.Errorf("docs/monitor.md lists %s as not reported, but zkd reports it", metric)
 		}
 	}
 	checkValues(t, got)
@@ -205,7 +205,7 @@ func checkAdmin(t *testing.T, s *zkproc.Server, absent map[string]string) {
 	for _, k := range want {
 		metric := metricOf(k, prefixed(want))
 		if _, listed := absent[metric]; !listed && !slices.Contains(have, k) {
-			t.Errorf("admin monitor: zkd lacks %s (metric %s), and docs/operations.md does not list it", k, metric)
+			t.Errorf("admin monitor: zkd lacks %s (metric %s), and docs/monitor.md does not list it", k, metric)
 		}
 	}
 }
@@ -253,7 +253,7 @@ func checkPrometheus(t *testing.T, port int, absent map[string]string) {
 		}
 		if !ok {
 			if !leaderOnly(metric) && metric != "quorum_size" {
-				t.Errorf("/metrics lacks %s, and docs/operations.md does not list it", metric)
+				t.Errorf("/metrics lacks %s, and docs/monitor.md does not list it", metric)
 			}
 			continue
 		}

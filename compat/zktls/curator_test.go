@@ -5,7 +5,7 @@ import (
 
 	"github.com/zkd/zkd/compat/curator"
 	"github.com/zkd/zkd/compat/zkproc"
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // TestIntegration_CuratorTLS: Curator with zookeeper.client.secure=true

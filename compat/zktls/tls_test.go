@@ -18,7 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkd/zkd/compat/zkproc"
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // pki is one test's certificates and store files.

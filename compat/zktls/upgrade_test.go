@@ -17,7 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkd/zkd/compat/zkproc"
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // setCfg rewrites the zoo.cfg at path: each key of kv replaces its line,

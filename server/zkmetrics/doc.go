@@ -8,6 +8,6 @@
 // name{quantile=…}, name_count and name_sum; a set adds the label key).
 //
 // Only figures zkd can measure are registered; the ZooKeeper keys zkd has
-// no counterpart for are listed, with the reason, in docs/operations.md.
+// no counterpart for are listed, with the reason, in docs/monitor.md.
 // Every method is safe for concurrent use and none blocks on I/O.
 package zkmetrics

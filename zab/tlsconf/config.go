@@ -1,6 +1,7 @@
 package tlsconf
 
 import (
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -214,7 +215,7 @@ type Reloader struct {
 
 	mu      sync.Mutex
 	checked time.Time
-	stamp   string // the stores' sizes and modification times at the last load
+	stamp   string // fileStamp at the last load
 }
 
 // NewReloader loads the stores of o and returns a Reloader serving them.
@@ -228,25 +229,29 @@ func NewReloader(o Options, interval time.Duration, onError func(error)) (*Reloa
 		interval = time.Second
 	}
 	r := &Reloader{opts: o, interval: interval, onError: onError}
+	// Stamp before loading: a file rewritten in between is loaded again at
+	// the next check rather than missed.
+	r.stamp = r.fileStamp()
 	m, err := r.load()
 	if err != nil {
 		return nil, err
 	}
 	r.cur.Store(m)
-	r.stamp = r.fileStamp()
 	r.checked = time.Now()
 	return r, nil
 }
 
-// fileStamp describes the store files' current state.
+// fileStamp describes the store files' current contents by their SHA-256.
+// Sizes and modification times are not enough: a file rewritten within one
+// tick of the kernel's clock with a same-sized certificate keeps both.
 func (r *Reloader) fileStamp() string {
 	var b strings.Builder
 	for _, p := range []string{r.opts.KeyStoreLocation, r.opts.TrustStoreLocation} {
 		if p == "" {
 			continue
 		}
-		if fi, err := os.Stat(p); err == nil {
-			fmt.Fprintf(&b, "%s:%d:%d;", p, fi.Size(), fi.ModTime().UnixNano())
+		if data, err := os.ReadFile(p); err == nil {
+			fmt.Fprintf(&b, "%s:%x;", p, sha256.Sum256(data))
 		} else {
 			fmt.Fprintf(&b, "%s:missing;", p)
 		}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/zkd/zkd/server/tlsconf"
-	"github.com/zkd/zkd/server/tlsconf/tlstest"
+	"github.com/zkd/zkd/zab/tlsconf"
+	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
 // props returns a property lookup over m, keys given without the prefix.

@@ -17,4 +17,14 @@
 // Settings zkd does not implement (CRL and OCSP checking, a custom
 // SSLContext supplier) are refused by FromProps with an error naming the
 // property, never ignored.
+//
+// # Why under zab
+//
+// server (the client port, x509 authentication), quorum (the members'
+// ports), cmd/zkcli and cmd/zkbench all need it, and server and quorum are
+// siblings that may not import each other, so it must live in a layer
+// below both. It imports no zkd package. zab is the lowest layer that does
+// I/O (jute is pure; datatree and session touch no files or sockets),
+// and zab/fencing already sits there for the same reason; tlsconf does not
+// import zab, nor zab it.
 package tlsconf
