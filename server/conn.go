@@ -1080,8 +1080,10 @@ func nonNil(v []string) []string {
 	return v
 }
 
-// Notify queues a watch event for the client. The tree calls it from the
-// apply goroutine; it never blocks.
+// Notify sends a watch event to the client: written at once when nothing
+// else is queued or being written (one non-blocking write), else queued
+// for the writer. The tree calls it from the apply goroutine; it never
+// blocks.
 func (c *conn) Notify(ev jute.WatcherEvent) {
 	frame := encodeReply(jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1}, &ev)
 	c.s.zm.watchBytes.Add(int64(len(frame) - 4))
@@ -1091,10 +1093,19 @@ func (c *conn) Notify(ev jute.WatcherEvent) {
 		return
 	}
 	start := false
-	if c.out.deferring && (c.out.holdAll || ev.Path == c.out.holdPath) {
+	switch {
+	case c.out.deferring && (c.out.holdAll || ev.Path == c.out.holdPath):
 		c.out.deferred = append(c.out.deferred, frame)
 		c.out.bytes += len(frame)
-	} else {
+	case !c.out.writing && len(c.out.q) == 0 && len(c.out.deferred) == 0 && c.raw != nil:
+		// Nothing queued and no writer, as for a waiter whose watch
+		// fires: written from here as far as the socket takes it, rather
+		// than by a writer goroutine started for one frame.
+		c.out.writing, c.out.inline = true, true
+		c.out.Unlock()
+		c.writeInline(frame)
+		return
+	default:
 		c.out.q = append(c.out.q, frame)
 		c.out.bytes += len(frame)
 		start = c.wantWriter()
