@@ -63,3 +63,23 @@ func BenchmarkDecode(b *testing.B) {
 		})
 	}
 }
+
+func TestDecodeInternsACLStrings(t *testing.T) {
+	// A create with the common world:anyone ACL decodes its scheme and id
+	// without allocating them: two allocations fewer than the same
+	// request with strings that are not interned.
+	allocs := func(scheme, id string) float64 {
+		in := Encode(&CreateRequest{Path: "/locks/lock-0000000042", Data: []byte("owner"),
+			Acl: []ACL{{Perms: PermAll, Id: Id{Scheme: scheme, Id: id}}}, Flags: ModeEphemeralSequential})
+		d := NewDecoder(nil)
+		return testing.AllocsPerRun(100, func() {
+			var r CreateRequest
+			d.Reset(in)
+			r.Decode(d)
+		})
+	}
+	interned, other := allocs("world", "anyone"), allocs("worle", "anyonf")
+	if other-interned != 2 {
+		t.Fatalf("allocations decoding a create: %v with world:anyone, %v otherwise; want 2 fewer", interned, other)
+	}
+}

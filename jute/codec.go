@@ -211,7 +211,27 @@ func (d *Decoder) ReadString() string {
 	if n <= 0 || d.err != nil {
 		return ""
 	}
-	return string(d.take(n))
+	b := d.take(n)
+	// The ACL schemes and ids most requests carry (every create has an
+	// ACL) come back as constants rather than a new string each: the
+	// switch compares without allocating.
+	switch string(b) {
+	case "world":
+		return "world"
+	case "anyone":
+		return "anyone"
+	case "digest":
+		return "digest"
+	case "auth":
+		return "auth"
+	case "ip":
+		return "ip"
+	case "x509":
+		return "x509"
+	case "sasl":
+		return "sasl"
+	}
+	return string(b)
 }
 
 // ReadStrings reads a vector of strings; a -1 length gives nil.
