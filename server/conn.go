@@ -87,6 +87,16 @@ type conn struct {
 	}
 	ipOnly []jute.Id // the identities before any auth
 
+	// inlineW is the write writeInline makes, owned by whoever claimed
+	// the socket for it: the frame, the bytes written, and the function
+	// given to the raw conn, made once so that a write allocates no
+	// closure.
+	inlineW struct {
+		frame []byte
+		n     int
+		fn    func(fd uintptr) bool
+	}
+
 	sasl *sasl.Server // reader only: the SASL exchange, nil before the first sasl request
 
 	readsQueued   uint64        // reader only: reads handed to the completer

@@ -49,15 +49,14 @@ func (c *conn) writeInline(frame []byte) {
 	c.sent.Add(1)
 	c.s.stats.packetsSent.Add(1)
 	c.s.zm.noteResponse(frame)
-	n := 0
-	err := c.raw.Write(func(fd uintptr) bool {
-		var werr error
-		n, werr = syscall.Write(int(fd), frame)
-		if werr != nil || n < 0 {
-			n = 0 // EAGAIN, or an error the writer will meet and report
-		}
-		return true
-	})
+	w := &c.inlineW
+	if w.fn == nil {
+		w.fn = c.writeInlineFD
+	}
+	w.frame, w.n = frame, 0
+	err := c.raw.Write(w.fn)
+	n := w.n
+	w.frame = nil
 	if err != nil {
 		n = 0
 	}
@@ -90,6 +89,19 @@ func (c *conn) writeInline(frame []byte) {
 	if over {
 		c.overflow()
 	}
+}
+
+// writeInlineFD makes writeInline's one non-blocking write of
+// c.inlineW.frame; EAGAIN or an error (which the writer meets and reports)
+// counts as nothing written.
+func (c *conn) writeInlineFD(fd uintptr) bool {
+	w := &c.inlineW
+	n, err := syscall.Write(int(fd), w.frame)
+	if err != nil || n < 0 {
+		n = 0
+	}
+	w.n = n
+	return true
 }
 
 // signal makes sure a writer drains the output queue, as after the
