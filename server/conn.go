@@ -125,7 +125,8 @@ type slot struct {
 	xid   int32
 	op    int32
 	start time.Time
-	path  string // for logs
+	path  string // for logs; see slotPath
+	wbody []byte // a write's request body, as submitted
 
 	req        jute.Record // a read's decoded request
 	fut        *zab.Future // a write's pending result
@@ -583,6 +584,17 @@ func (c *conn) prepare(sl *slot, body []byte) {
 	if sl.code == jute.CodeThrottledOp {
 		return // held back too long by the throttle: answered without running
 	}
+	switch sl.op {
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpMulti, jute.OpCheck:
+		// A plain write is decoded where it applies, not here too: a
+		// malformed one goes through the log all the same, where it
+		// fails with MarshallingError and consumes a zxid, as in
+		// ZooKeeper. Its path, for logs only, is decoded if one is
+		// written (slotPath).
+		c.submitWrite(sl, body, 0)
+		return
+	}
 	rec, ok := jute.NewRequest(sl.op)
 	if !ok && sl.op != jute.OpDeleteContainer {
 		c.logger().Warn("unknown opcode, closing connection", zap.Int32("op", sl.op))
@@ -631,28 +643,54 @@ func (c *conn) prepare(sl *slot, body []byte) {
 		// the log (a zxid is consumed) and keeps the connection.
 		reject = jute.CodeBadArguments
 	}
-	if isWrite(sl.op) && c.readOnly.Load() {
-		sl.code = jute.CodeNotReadOnly
-		return
-	}
 	if isWrite(sl.op) {
-		if !c.awaitReads() {
-			sl.code = jute.CodeConnectionLoss
-			return
-		}
-		// A small frame's buffer is reused for the next frame: the log
-		// then keeps its own copy of the body. A larger one is the
-		// request's alone.
-		if !c.frameOwned {
-			body = append([]byte(nil), body...)
-		}
-		sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(),
-			Body: body, Reject: reject, Origin: c.seq})
+		c.submitWrite(sl, body, reject)
 		return
 	}
 	sl.req = rec
 	c.readsQueued++
 	sl.readSeq = c.readsQueued
+}
+
+// submitWrite hands a write to the log (reject, if not CodeOK, makes it
+// fail there), once the reads queued before it executed.
+func (c *conn) submitWrite(sl *slot, body []byte, reject jute.Code) {
+	if c.readOnly.Load() {
+		sl.code = jute.CodeNotReadOnly
+		return
+	}
+	if !c.awaitReads() {
+		sl.code = jute.CodeConnectionLoss
+		return
+	}
+	// A small frame's buffer is reused for the next frame: the log then
+	// keeps its own copy of the body. A larger one is the request's alone.
+	if !c.frameOwned {
+		body = append([]byte(nil), body...)
+	}
+	sl.wbody = body
+	sl.fut = c.s.b.Submit(&zab.Request{Op: sl.op, SessionID: c.sessionID.Load(), Auth: c.authIDs(),
+		Body: body, Reject: reject, Origin: c.seq})
+}
+
+// slotPath is the path of sl's request, for logs: a write's is decoded
+// from its body on demand.
+func slotPath(sl *slot) string {
+	switch {
+	case sl.path != "":
+		return sl.path
+	case sl.req != nil:
+		return pathOf(sl.req)
+	case sl.wbody != nil:
+		if rec, ok := jute.NewRequest(sl.op); ok && rec != nil {
+			d := jute.NewDecoder(sl.wbody)
+			rec.Decode(d)
+			if d.Err() == nil {
+				return pathOf(rec)
+			}
+		}
+	}
+	return ""
 }
 
 // awaitReads waits until the completer executed every read queued so far;
@@ -849,7 +887,7 @@ func (c *conn) codeFor(sl *slot, err error) jute.Code {
 	code, fatal, known := errorCode(err)
 	if !known {
 		c.logger().Error("request failed with an unmapped error", zap.String("op", opName(sl.op)),
-			zap.String("path", sl.path), zap.Error(err))
+			zap.String("path", slotPath(sl)), zap.Error(err))
 	}
 	if fatal {
 		c.logger().Info("member cannot serve the request, closing connection", zap.String("op", opName(sl.op)), zap.Error(err))

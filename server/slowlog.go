@@ -17,10 +17,7 @@ func (c *conn) noteSlow(sl *slot, lat time.Duration) {
 	if th <= 0 || lat < th {
 		return
 	}
-	path := sl.path
-	if path == "" && sl.req != nil {
-		path = pathOf(sl.req)
-	}
+	path := slotPath(sl)
 	c.logger().Warn("slow request",
 		zap.String("op", jute.OpName(sl.op)),
 		zap.String("path", path),
