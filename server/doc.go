@@ -6,22 +6,33 @@
 //
 // # Connections
 //
-// Each connection has three goroutines, all started through Server.goAttach
-// so that Close can wait for them:
+// Each connection runs an ordered pipeline of slots, one per request, in
+// arrival order (pipeline.go), with goroutines that exist only while there
+// is work and linger a couple of milliseconds before they end:
 //
 //   - the reader decodes frames, touches the session, submits writes to the
-//     Backend at once (so consecutive writes are pipelined into the log) and
-//     queues every request as a slot, in arrival order;
-//   - the completer takes slots in order: it waits for a write's Future,
-//     executes reads against the tree (so a read sees every earlier request
-//     of its session), and appends each reply to the output queue;
-//   - the writer drains the output queue onto the socket.
+//     Backend at once (so consecutive writes are pipelined into the log)
+//     and queues every request as a slot. An idle reader hands the wait
+//     for the next packet to a fresh goroutine on a small stack
+//     (handoff.go);
+//   - a read with nothing before it is answered by the reader itself; a
+//     write with nothing before it is answered by the goroutine that
+//     completes its Future (zab's apply goroutine, once it applied), so
+//     the common closed-loop request wakes no other goroutine;
+//   - otherwise the completer takes slots in order: it waits for a write's
+//     Future, executes reads against the tree (so a read sees every
+//     earlier request of its session), and appends each reply to the
+//     output queue;
+//   - a reply or event is written at once, with one non-blocking write,
+//     when nothing is queued before it (writer.go); what the socket does
+//     not take, and everything queued behind it, goes to the writer
+//     goroutine, which drains the output queue.
 //
-// Watch events are appended to the same output queue synchronously from
-// Notify, which the apply goroutine calls; the queue is unbounded but capped
+// Watch events reach the output queue synchronously from Notify, which the
+// apply goroutine calls; the queue is unbounded but capped
 // (Config.MaxOutQueueBytes): a connection whose queue grows past the cap is
-// closed, so a slow client never blocks the apply goroutine. While the
-// completer executes a read that may register a watch, events are held back
+// closed, so a slow client never blocks the apply goroutine. While a read
+// that may register a watch executes, events on its path are held back
 // and appended right after that read's reply, so a client never sees an
 // event for a watch whose registering reply it has not received yet.
 //
