@@ -590,14 +590,23 @@ func startHTTP(log *zap.Logger, what, addr string, h http.Handler) *http.Server 
 
 // adminHandler is the admin server's handler: ZooKeeper's commands under
 // /commands and, unless zkd.console.enabled=false, the web console under
-// /console with the identity zkd.console.identity names.
+// /console with the identity zkd.console.identity names, sampling its
+// plots every zkd.console.sampleIntervalMs (default 5000).
 func adminHandler(c *zooCfg, s *server.Server, log *zap.Logger) (http.Handler, *console.Console, error) {
 	enabled, _ := c.prop("zkd.console.enabled")
 	if strings.EqualFold(strings.TrimSpace(enabled), "false") {
 		return s.AdminHandler(), nil, nil
 	}
 	ident, _ := c.prop("zkd.console.identity")
-	cons, err := console.New(s, console.Config{Identity: strings.TrimSpace(ident), Logger: log.Named("console")})
+	sampleMs, err := c.propInt("zkd.console.sampleIntervalMs", 5000)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sampleMs <= 0 {
+		return nil, nil, fmt.Errorf("zkd: zkd.console.sampleIntervalMs=%d must be positive", sampleMs)
+	}
+	cons, err := console.New(s, console.Config{Identity: strings.TrimSpace(ident),
+		SampleInterval: time.Duration(sampleMs) * time.Millisecond, Logger: log.Named("console")})
 	if err != nil {
 		return nil, nil, fmt.Errorf("zkd: zkd.console.identity: %w", err)
 	}

@@ -15,7 +15,7 @@ function h(tag, attrs, ...kids) {
     if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
     else el.setAttribute(k, v === true ? "" : v);
   }
-  for (const kid of kids.flat()) {
+  for (const kid of kids.flat(Infinity)) {
     if (kid === null || kid === undefined) continue;
     el.append(kid instanceof Node ? kid : String(kid));
   }
@@ -223,7 +223,7 @@ async function treePage(gen, params) {
   if (n.data !== undefined) {
     const sel = h("select", { id: "format", onchange: ev => go({ prefix, after, format: ev.target.value }) },
       ["text", "json", "hex"].map(f => h("option", { value: f, selected: f === format }, f)));
-    data = [h("h2", {}, "Data ", sel), h("pre", { class: "data", id: "data" }, showData(n.data, format)),
+    data = [h("h2", {}, "Data ", sel), h("pre", { class: "data", id: "data" }, n.data === "" ? "(empty)" : showData(n.data, format)),
       n.data_truncated ? h("p", { class: "muted" }, "first 64 KiB of " + st.data_length + " bytes") : null];
   } else {
     data = [h("h2", {}, "Data"), banner("info", n.data_hidden)];
@@ -248,7 +248,8 @@ function svg(tag, attrs) {
 function fmt(v) {
   if (v >= 1e6) return (v / 1e6).toFixed(1) + "M";
   if (v >= 1e4) return (v / 1e3).toFixed(1) + "k";
-  return Number.isInteger(v) ? String(v) : v.toFixed(2);
+  if (Number.isInteger(v) || v >= 100) return String(Math.round(v));
+  return v.toFixed(2);
 }
 
 // plot draws one series as a polyline over the window, with its max and
@@ -261,11 +262,12 @@ function plot(title, unit, points, t0, t1) {
   const y = v => 4 + (H - B - 8) * (1 - v / maxV);
   for (const f of [0, 0.5, 1]) {
     el.append(svg("line", { class: "grid", x1: L, x2: W - 4, y1: y(maxV * f), y2: y(maxV * f) }));
-    const lab = svg("text", { x: 2, y: y(maxV * f) + 3 });
+    const lab = svg("text", { x: 2, y: y(maxV * f) + (f === 1 ? 9 : 3) });
     lab.textContent = fmt(maxV * f);
     el.append(lab);
   }
-  const ends = [[t0, "−" + Math.round((t1 - t0) / 60000) + " min"], [t1, "now"]];
+  const span = (t1 - t0) / 1000;
+  const ends = [[t0, "−" + (span < 120 ? Math.round(span) + " s" : Math.round(span / 60) + " min")], [t1, "now"]];
   for (const [t, s] of ends) {
     const lab = svg("text", { x: t === t0 ? L : W - 24, y: H - 2 });
     lab.textContent = s;
@@ -281,9 +283,14 @@ async function metricsPage(gen) {
   every(5000, async () => {
     let d;
     try { d = await api("metrics"); } catch (err) { return render(gen, banner("bad", err.message)); }
-    const t1 = Date.now(), t0 = t1 - d.window_ms;
+    // The x axis spans the window, or the history there is when it is
+    // shorter (a member that just started), so the points are never
+    // squeezed into a corner.
+    const t1 = Date.now();
+    const first = d.samples.length ? d.samples[0].t : t1;
+    const t0 = Math.max(t1 - d.window_ms, Math.min(first, t1 - 10 * d.interval_ms));
     const plots = d.series.map((s, i) => plot(s.Title, s.Unit, d.samples.filter(p => p.t >= t0).map(p => [p.t, p.v[i]]), t0, t1));
-    render(gen, h("h2", {}, "Last " + Math.round(d.window_ms / 60000) + " minutes, a point every " + d.interval_ms / 1000 + " s"),
+    render(gen, h("h2", {}, "Up to the last " + Math.round(d.window_ms / 60000) + " minutes, a point every " + d.interval_ms / 1000 + " s"),
       h("div", { class: "plots", id: "plots" }, plots));
   });
 }
