@@ -275,3 +275,30 @@ func TestIntegration_ConsoleBrowser(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`#plots .plot:nth-child(8) polyline`)))
 	shoot(t, ctx, "metrics")
 }
+
+// TestIntegration_ConsoleEnsembleMemberDown watches member 1's Ensemble
+// page of a 3-member ensemble while the other two are killed: it lists
+// the three members and their leader, keeps serving with one down, and
+// says it cannot reach the others once both are down.
+func TestIntegration_ConsoleEnsembleMemberDown(t *testing.T) {
+	ctx := browser(t)
+	members := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{AdminServer: true, TickTime: 200})
+	base := "http://" + members[0].AdminAddr + "/console/"
+	run(t, ctx, "the Ensemble page lists three members and a leader",
+		chromedp.Navigate(base+"#/ensemble"),
+		chromedp.WaitVisible(chromedp.CSS(`#members tr[data-member="3"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`.banner.ok`)))
+	shoot(t, ctx, "ensemble-3")
+
+	members[2].Kill()
+	run(t, ctx, "still serving with one member down",
+		chromedp.WaitVisible(chromedp.CSS(`.banner.ok`)))
+	members[1].Kill()
+	run(t, ctx, "the page says this member cannot reach the others",
+		chromedp.WaitVisible(chromedp.CSS(`.banner.bad`)))
+	text := value(t, ctx, "the banner", chromedp.Text(chromedp.CSS(`.banner.bad`)))
+	if !strings.Contains(text, "cannot reach the other members") {
+		t.Errorf("banner %q", text)
+	}
+	shoot(t, ctx, "ensemble-down")
+}
