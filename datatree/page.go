@@ -46,7 +46,8 @@ func (t *Tree) ChildrenPage(path, prefix, after string, limit int) (ChildPage, j
 	var page ChildPage
 	var cand []*node
 	byName := func(a, b *node) int { return strings.Compare(a.name(), b.name()) }
-	after1 := 0 // matching children after `after`
+	after1 := 0                 // matching children after `after`
+	bound, bounded := "", false // once cand was cut to limit: its largest name
 	for c := range n.kids.all() {
 		name := c.name()
 		if !strings.HasPrefix(name, prefix) {
@@ -57,10 +58,14 @@ func (t *Tree) ChildrenPage(path, prefix, after string, limit int) (ChildPage, j
 			continue
 		}
 		after1++
+		if bounded && name >= bound {
+			continue // cannot be among the first limit
+		}
 		cand = append(cand, c)
 		if len(cand) >= 2*limit {
 			slices.SortFunc(cand, byName)
 			cand = cand[:limit]
+			bound, bounded = cand[limit-1].name(), true
 		}
 	}
 	slices.SortFunc(cand, byName)

@@ -66,3 +66,26 @@ func TestChildrenPage(t *testing.T) {
 		t.Errorf("limit 0: err = %v, want ErrBadArguments", err)
 	}
 }
+
+func BenchmarkChildrenPage(b *testing.B) {
+	h := newHarness(b, Config{})
+	h.create("/d", jute.ModePersistent)
+	const n = 100_000
+	for i := range n {
+		h.create(fmt.Sprintf("/d/n%08d", i), jute.ModePersistent)
+	}
+	for _, bc := range []struct{ name, prefix, after string }{
+		{"children=100k/page=first", "", ""},
+		{"children=100k/page=middle", "", fmt.Sprintf("n%08d", n/2)},
+		{"children=100k/prefix=miss", "x", ""},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := h.tree.ChildrenPage("/d", bc.prefix, bc.after, 100); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
