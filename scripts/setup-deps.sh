@@ -2,11 +2,13 @@
 # setup-deps.sh makes sure the Debian packages the test suites drive are
 # installed: the reference server (zookeeper), Kazoo for /usr/bin/python3
 # (python3-kazoo), Ed25519 for the Kazoo fencing scenario
-# (python3-cryptography) and Curator's jars (libcurator-recipes-java). As root it
-# installs whatever is missing; otherwise it prints the command and fails.
+# (python3-cryptography), Curator's jars (libcurator-recipes-java) and the
+# headless browser the web console's tests drive (chromium, through
+# chromedp). As root it installs whatever is missing; otherwise it prints
+# the command and fails.
 set -euo pipefail
 
-PKGS=(zookeeper python3-kazoo python3-cryptography libcurator-recipes-java openssl)
+PKGS=(zookeeper python3-kazoo python3-cryptography libcurator-recipes-java openssl chromium)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

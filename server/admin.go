@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/zkd/zkd/datatree"
 )
 
 // AdminCommander is an optional Backend extension answering admin commands
@@ -277,3 +279,38 @@ func (m orderedMap) MarshalJSON() ([]byte, error) {
 	b.WriteByte('}')
 	return []byte(b.String()), nil
 }
+
+// Tree returns the applied tree this member serves reads from (nil before
+// it has one). Callers must treat it as read-only.
+func (s *Server) Tree() *datatree.Tree { return s.b.Tree() }
+
+// Mode names the member's role: "standalone", "leader", "follower",
+// "observer" or "read-only".
+func (s *Server) Mode() string { return s.b.Mode() }
+
+// LastZxid returns the zxid of the last entry applied on this member.
+func (s *Server) LastZxid() int64 { return s.b.LastZxid() }
+
+// AdminCommand answers the admin commands the backend answers (leader,
+// voting_view, zabstate, last_snapshot, …; see AdminCommander); ok is
+// false when it does not know name.
+func (s *Server) AdminCommand(name string) (map[string]any, bool) {
+	if ac, ok := s.b.(AdminCommander); ok {
+		return ac.AdminCommand(name)
+	}
+	return nil, false
+}
+
+// RaftStats returns the backend's raft and Pebble figures; ok is false
+// when the backend has none.
+func (s *Server) RaftStats() (RaftStats, bool) {
+	if r, ok := s.b.(RaftStatsReporter); ok {
+		return r.RaftStats(), true
+	}
+	return RaftStats{}, false
+}
+
+// Serving reports whether this member serves clients now: always for a
+// standalone member, for an ensemble member while it is in touch with a
+// leader and a quorum (see Availability).
+func (s *Server) Serving() bool { return s.serving() }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha1"
 	"encoding/base64"
+	"fmt"
 	"slices"
 	"strings"
 	"unicode/utf16"
@@ -44,11 +45,11 @@ func (c *conn) handleAuth(xid int32, body []byte) (frame []byte, ok bool) {
 	}
 	switch ap.Scheme {
 	case schemeDigest:
-		id := Digest(string(ap.Auth))
-		// As DigestAuthenticationProvider: the digest id, then super.
-		c.addAuth(jute.Id{Scheme: schemeDigest, Id: id})
-		if c.s.cfg.SuperDigest != "" && id == c.s.cfg.SuperDigest {
-			c.addAuth(jute.Id{Scheme: schemeSuper, Id: ""})
+		ids := c.s.digestIDs(string(ap.Auth))
+		for _, id := range ids {
+			c.addAuth(id)
+		}
+		if len(ids) > 1 {
 			c.logger().Info("client authenticated as superuser")
 		}
 	case schemeIP:
@@ -65,6 +66,36 @@ func (c *conn) handleAuth(xid int32, body []byte) (frame []byte, ok bool) {
 		return encodeReply(jute.ReplyHeader{Xid: xid, Err: jute.CodeAuthFailed}, nil), false
 	}
 	return encodeReply(jute.ReplyHeader{Xid: xid}, nil), true
+}
+
+// digestIDs returns the identities an addauth of the digest scheme with
+// "user:password" gives, as DigestAuthenticationProvider: the digest id,
+// then super when it matches the configured super digest.
+func (s *Server) digestIDs(userPassword string) []jute.Id {
+	id := Digest(userPassword)
+	ids := []jute.Id{{Scheme: schemeDigest, Id: id}}
+	if s.cfg.SuperDigest != "" && id == s.cfg.SuperDigest {
+		ids = append(ids, jute.Id{Scheme: schemeSuper, Id: ""})
+	}
+	return ids
+}
+
+// Identity returns the identities a client connection would carry after
+// authenticating with scheme and credential (zkCli's "addauth scheme
+// credential"), for checking ACLs on its behalf with the server's own
+// rules, as the web console does. Only the digest scheme is accepted
+// ("user:password"): ip is a property of a connection and x509 of a
+// TLS handshake, neither of which a configured identity has.
+func (s *Server) Identity(scheme, credential string) ([]jute.Id, error) {
+	if scheme != schemeDigest {
+		return nil, fmt.Errorf("server: identity scheme %q is not supported (only digest)", scheme)
+	}
+	if user, _, ok := strings.Cut(credential, ":"); !ok || user == "" {
+		return nil, fmt.Errorf("server: digest identity must be user:password")
+	}
+	ids := s.digestIDs(credential)
+	javaSetOrder(ids)
+	return ids, nil
 }
 
 // addAuth adds id to the connection's identities unless already present.

@@ -276,6 +276,9 @@ type ConnInfo struct {
 	MinLatency   int64
 	AvgLatency   int64
 	MaxLatency   int64
+	// LastHeard is when the last packet of the connection arrived (or it
+	// was accepted); not printed by cons, used by the web console.
+	LastHeard time.Time
 }
 
 // write prints the connection as ServerCnxn.dumpConnectionInfo does.
@@ -330,6 +333,7 @@ func (c *conn) info() ConnInfo {
 		LastOp:    "NA",
 		LastCxid:  -1,
 		LastZxid:  -1,
+		LastHeard: time.UnixMilli(c.lastRecv.Load()),
 	}
 	if c.fourLetter.Load() {
 		ci.Interest = 0

@@ -27,6 +27,7 @@ import (
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/quorum"
 	"github.com/zkd/zkd/server"
+	"github.com/zkd/zkd/server/console"
 	"github.com/zkd/zkd/server/lockview"
 	"github.com/zkd/zkd/zab"
 )
@@ -353,7 +354,16 @@ func run(c *zooCfg, log *zap.Logger) error {
 
 	var https []*http.Server
 	if c.AdminEnable {
-		https = append(https, startHTTPWrapped(log, "admin", net.JoinHostPort(c.AdminAddress, strconv.Itoa(c.AdminPort)), s.AdminHandler(), adminWrap))
+		h, cons, err := adminHandler(c, s, log)
+		if err != nil {
+			s.Close()
+			node.Close()
+			return err
+		}
+		if cons != nil {
+			defer cons.Close()
+		}
+		https = append(https, startHTTPWrapped(log, "admin", net.JoinHostPort(c.AdminAddress, strconv.Itoa(c.AdminPort)), h, adminWrap))
 	}
 	if pprofAddr != "" {
 		if pprofContention {
@@ -588,6 +598,35 @@ func (b backend) RaftStats() server.RaftStats {
 // that cannot be bound is logged and the member runs on without it.
 func startHTTP(log *zap.Logger, what, addr string, h http.Handler) *http.Server {
 	return startHTTPWrapped(log, what, addr, h, nil)
+}
+
+// adminHandler is the admin server's handler: ZooKeeper's commands under
+// /commands and, unless zkd.console.enabled=false, the web console under
+// /console with the identity zkd.console.identity names, sampling its
+// plots every zkd.console.sampleIntervalMs (default 5000).
+func adminHandler(c *zooCfg, s *server.Server, log *zap.Logger) (http.Handler, *console.Console, error) {
+	enabled, _ := c.prop("zkd.console.enabled")
+	if strings.EqualFold(strings.TrimSpace(enabled), "false") {
+		return s.AdminHandler(), nil, nil
+	}
+	ident, _ := c.prop("zkd.console.identity")
+	sampleMs, err := c.propInt("zkd.console.sampleIntervalMs", 5000)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sampleMs <= 0 {
+		return nil, nil, fmt.Errorf("zkd: zkd.console.sampleIntervalMs=%d must be positive", sampleMs)
+	}
+	cons, err := console.New(s, console.Config{Identity: strings.TrimSpace(ident),
+		SampleInterval: time.Duration(sampleMs) * time.Millisecond, Logger: log.Named("console")})
+	if err != nil {
+		return nil, nil, fmt.Errorf("zkd: zkd.console.identity: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", s.AdminHandler())
+	mux.Handle("/console", cons.Handler())
+	mux.Handle("/console/", cons.Handler())
+	return mux, cons, nil
 }
 
 // startHTTPWrapped is startHTTP with the listener wrapped by wrap (TLS)

@@ -12,7 +12,8 @@ const redacted = "******"
 func secretProp(name string) bool {
 	n := strings.ToLower(name)
 	return strings.Contains(n, "password") || strings.Contains(n, "passwd") ||
-		strings.Contains(n, "superdigest") || strings.Contains(n, "secret")
+		strings.Contains(n, "superdigest") || strings.Contains(n, "secret") ||
+		strings.HasSuffix(n, "console.identity") // digest:user:password
 }
 
 // systemProperties is the admin command system_properties: every property

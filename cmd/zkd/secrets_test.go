@@ -10,6 +10,7 @@ func TestSystemPropertiesRedactsSecrets(t *testing.T) {
 		"zookeeper.ssl.keyStore.password":                    "ks",
 		"java.security.auth.login.config":                    "/etc/jaas.conf",
 		"zookeeper.superUser":                                "super",
+		"zookeeper.zkd.console.identity":                     "digest:ops:pw",
 	} {
 		c.Props[k] = v
 	}
@@ -20,6 +21,7 @@ func TestSystemPropertiesRedactsSecrets(t *testing.T) {
 		"zookeeper.ssl.keyStore.password":                    redacted,
 		"java.security.auth.login.config":                    "/etc/jaas.conf",
 		"zookeeper.superUser":                                "super",
+		"zookeeper.zkd.console.identity":                     redacted,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)

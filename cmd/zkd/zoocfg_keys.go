@@ -78,6 +78,8 @@ var zooCfgKeys = func() []zooCfgKey {
 		{"zkd.log.level", honoured}, {"zkd.log.format", honoured}, {"zkd.log.dir", honoured},
 		{"zkd.log.maxFileSize", honoured}, {"zkd.log.maxBackupIndex", honoured},
 		{"zkd.slowRequestMs", honoured},
+		{"zkd.console.enabled", honoured}, {"zkd.console.identity", honoured},
+		{"zkd.console.sampleIntervalMs", honoured},
 		{"maxCnxns", honoured}, {"globalOutstandingLimit", honoured},
 		{"request_throttle_max_requests", honoured}, {"request_throttle_stall_time", honoured},
 		{"request_throttle_drop_stale", honoured}, {"throttled_op_wait_time", honoured},
