@@ -3,8 +3,8 @@ package jute
 // This file holds the handshake records, ConnectRequest and ConnectResponse,
 // written by hand because their optional trailing readOnly byte is not in
 // zookeeper.jute (ZooKeeper's Java client and server write it outside the
-// record too). Every other record of zookeeper.jute that zkd uses is generated into
-// records_gen.go.
+// record too). Every other record of zookeeper.jute that zkd uses is
+// generated into records_gen.go.
 
 // ConnectRequest is the first frame a client sends, opening or resuming a
 // session. ReadOnly is optional on the wire: Java clients and Kazoo send it,
@@ -28,9 +28,7 @@ func (r *ConnectRequest) Encode(e *Encoder) {
 	e.WriteInt(r.TimeOut)
 	e.WriteLong(r.SessionId)
 	e.WriteBuffer(r.Passwd)
-	if r.HasReadOnly {
-		e.WriteBool(r.ReadOnly)
-	}
+	writeReadOnly(e, r.HasReadOnly, r.ReadOnly)
 }
 
 // Decode reads the record.
@@ -40,11 +38,7 @@ func (r *ConnectRequest) Decode(d *Decoder) {
 	r.TimeOut = d.ReadInt()
 	r.SessionId = d.ReadLong()
 	r.Passwd = d.ReadBuffer()
-	r.HasReadOnly = d.err == nil && d.Remaining() > 0
-	r.ReadOnly = false
-	if r.HasReadOnly {
-		r.ReadOnly = d.ReadBool()
-	}
+	r.HasReadOnly, r.ReadOnly = readReadOnly(d)
 }
 
 // ConnectResponse is the server's answer to a ConnectRequest. ReadOnly is
@@ -66,9 +60,7 @@ func (r *ConnectResponse) Encode(e *Encoder) {
 	e.WriteInt(r.TimeOut)
 	e.WriteLong(r.SessionId)
 	e.WriteBuffer(r.Passwd)
-	if r.HasReadOnly {
-		e.WriteBool(r.ReadOnly)
-	}
+	writeReadOnly(e, r.HasReadOnly, r.ReadOnly)
 }
 
 // Decode reads the record.
@@ -77,9 +69,22 @@ func (r *ConnectResponse) Decode(d *Decoder) {
 	r.TimeOut = d.ReadInt()
 	r.SessionId = d.ReadLong()
 	r.Passwd = d.ReadBuffer()
-	r.HasReadOnly = d.err == nil && d.Remaining() > 0
-	r.ReadOnly = false
-	if r.HasReadOnly {
-		r.ReadOnly = d.ReadBool()
+	r.HasReadOnly, r.ReadOnly = readReadOnly(d)
+}
+
+// writeReadOnly appends the handshake records' optional readOnly byte when
+// has is set.
+func writeReadOnly(e *Encoder, has, readOnly bool) {
+	if has {
+		e.WriteBool(readOnly)
 	}
+}
+
+// readReadOnly reads the handshake records' optional readOnly byte, which is
+// there when bytes remain after the record's jute fields.
+func readReadOnly(d *Decoder) (has, readOnly bool) {
+	if d.err != nil || d.Remaining() == 0 {
+		return false, false
+	}
+	return true, d.ReadBool()
 }

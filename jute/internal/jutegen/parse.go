@@ -203,15 +203,21 @@ func (p *parser) name(what string, qualified bool) (string, error) {
 	return s, nil
 }
 
-func (p *parser) module(f *file) error {
-	if err := p.expect("module"); err != nil {
-		return err
+// opening reads `keyword name {` and returns the name.
+func (p *parser) opening(keyword string, qualified bool) (string, error) {
+	if err := p.expect(keyword); err != nil {
+		return "", err
 	}
-	mod, err := p.name("module", true)
+	name, err := p.name(keyword, qualified)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if err := p.expect("{"); err != nil {
+	return name, p.expect("{")
+}
+
+func (p *parser) module(f *file) error {
+	mod, err := p.opening("module", true)
+	if err != nil {
 		return err
 	}
 	for p.peek() != "}" {
@@ -225,14 +231,8 @@ func (p *parser) module(f *file) error {
 }
 
 func (p *parser) class(mod string) (*class, error) {
-	if err := p.expect("class"); err != nil {
-		return nil, err
-	}
-	name, err := p.name("class", false)
+	name, err := p.opening("class", false)
 	if err != nil {
-		return nil, err
-	}
-	if err := p.expect("{"); err != nil {
 		return nil, err
 	}
 	c := &class{Module: mod, Name: name}
