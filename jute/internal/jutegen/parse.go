@@ -263,30 +263,37 @@ func (p *parser) typ() (*typ, error) {
 	}
 	switch s {
 	case "vector":
-		if err := p.expect("<"); err != nil {
-			return nil, err
-		}
-		elem, err := p.typ()
+		args, err := p.typeArgs(1)
 		if err != nil {
 			return nil, err
 		}
-		return &typ{Kind: kindVector, Elem: elem}, p.expect(">")
+		return &typ{Kind: kindVector, Elem: args[0]}, nil
 	case "map":
-		if err := p.expect("<"); err != nil {
-			return nil, err
-		}
-		key, err := p.typ()
+		args, err := p.typeArgs(2)
 		if err != nil {
 			return nil, err
 		}
-		if err := p.expect(","); err != nil {
-			return nil, err
-		}
-		val, err := p.typ()
-		if err != nil {
-			return nil, err
-		}
-		return &typ{Kind: kindMap, Key: key, Elem: val}, p.expect(">")
+		return &typ{Kind: kindMap, Key: args[0], Elem: args[1]}, nil
 	}
 	return &typ{Kind: kindRecord, Ref: s}, nil
+}
+
+// typeArgs reads n comma-separated types between < and >.
+func (p *parser) typeArgs(n int) ([]*typ, error) {
+	args := make([]*typ, n)
+	for i := range args {
+		sep := ","
+		if i == 0 {
+			sep = "<"
+		}
+		if err := p.expect(sep); err != nil {
+			return nil, err
+		}
+		t, err := p.typ()
+		if err != nil {
+			return nil, err
+		}
+		args[i] = t
+	}
+	return args, p.expect(">")
 }
