@@ -21,9 +21,13 @@ func benchRecords() []struct {
 		name string
 		rec  Record
 	}{
+		{"rec=RequestHeader", &RequestHeader{Xid: 42, Type: OpGetData}},
+		{"rec=ReplyHeader", &ReplyHeader{Xid: 42, Zxid: 0x100000007, Err: CodeOK}},
 		{"rec=Stat", &testStat},
+		{"rec=GetDataRequest", &GetDataRequest{Path: "/locks/lock-0000000042", Watch: true}},
 		{"rec=GetDataResponse/size=1KiB", &GetDataResponse{Data: bytes.Repeat([]byte("x"), 1024), Stat: testStat}},
 		{"rec=CreateRequest", &CreateRequest{Path: "/locks/lock-0000000042", Data: []byte("owner"), Acl: testACLs[:1], Flags: ModeEphemeralSequential}},
+		{"rec=SetDataRequest/size=1KiB", &SetDataRequest{Path: "/config/app", Data: bytes.Repeat([]byte("x"), 1024), Version: -1}},
 		{"rec=MultiRequest/ops=10", multi},
 		{"rec=MultiResponse/ops=10", multiResp},
 	}

@@ -20,6 +20,18 @@
 // every length prefix is checked against the bytes left before any make.
 // Byte buffers returned by a Decoder alias its input.
 //
+// # Generated records
+//
+// The records come from ZooKeeper 3.8's own zookeeper.jute, committed here
+// unchanged: internal/jutegen reads it and records.txt (which records zkd
+// uses, their doc comments, and the fields that hold a Code) and writes
+// records_gen.go; run `go generate ./jute` after changing either, and a test
+// in internal/jutegen fails while the file is stale. Only what the jute
+// language cannot say is written by hand: ConnectRequest and ConnectResponse
+// with their optional readOnly byte (proto.go), multi's header-delimited
+// lists (multi.go), and the opcodes' table of request and response records
+// (ops.go).
+//
 // # Frames on the wire
 //
 // A client request frame is RequestHeader{xid, type} followed by the body
