@@ -1,0 +1,326 @@
+// The reply path: finishing slots in order (the completer, or the goroutine
+// that completed a write's future), the statistics of each request, and
+// the output queue that replies and watch events go through.
+
+package server
+
+import (
+	"encoding/binary"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// finishHooked finishes a parked write on the goroutine that completed its
+// future, unless a completer took it first; then it wakes the completer of
+// the slots queued behind it. It must not block, and starts no goroutine
+// (it runs on no goroutine of the connection, so it cannot count one in
+// c.wg): finish of a completed write only encodes, counts and writes
+// without waiting (see enqueue).
+func (c *conn) finishHooked(sl *slot) {
+	if !c.slots.hook(sl) {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			c.slots.unhook()
+			c.panicked("reply", r)
+		}
+	}()
+	c.finish(sl)
+	c.slots.unhook()
+}
+
+// complete is the completer goroutine: it answers slots in order, and
+// lingers for lingerFor when none is left before it ends, so an idle
+// connection parks no completer.
+func (c *conn) complete() {
+	wake := c.slots.wakeChan()
+	var timer *time.Timer
+	for {
+		select {
+		case <-c.done:
+			return
+		default:
+		}
+		sl := c.slots.next()
+		if sl != nil {
+			if !c.finish(sl) {
+				return
+			}
+			continue
+		}
+		if timer == nil {
+			timer = lingerTimer()
+			defer timer.Stop()
+		}
+		timer.Reset(lingerFor)
+		select {
+		case <-wake:
+			timer.Stop()
+		case <-timer.C:
+			if c.slots.stop() {
+				return
+			}
+		case <-c.done:
+			return
+		}
+	}
+}
+
+// finish produces the reply of one slot and queues it; false once the
+// connection is done.
+func (c *conn) finish(sl *slot) bool {
+	defer func() {
+		if sl.readSeq != 0 {
+			c.readsExecuted.Store(sl.readSeq)
+		}
+		if !sl.accounted {
+			c.pending.Add(-1)
+			c.s.stats.outstanding.Add(-1)
+		}
+		c.s.throttle.finished()
+		select {
+		case c.readSignal <- struct{}{}:
+		default:
+		}
+	}()
+	var (
+		hdr  = jute.ReplyHeader{Xid: sl.xid}
+		body jute.Record
+	)
+	switch {
+	case sl.frame != nil:
+		c.account(sl, 0)
+		c.enqueue(sl.frame, sl.closeAfter, false)
+		return !sl.closeAfter
+	case sl.code != jute.CodeOK:
+		hdr.Zxid, hdr.Err, body = c.s.b.LastZxid(), sl.code, sl.body
+	case sl.op == jute.OpPing:
+		hdr.Xid, hdr.Zxid = jute.XidPing, c.s.b.LastZxid()
+	case sl.fut != nil:
+		select {
+		case <-sl.fut.Done():
+		case <-c.done:
+			return false
+		}
+		res := sl.fut.Result()
+		hdr.Zxid = res.Zxid
+		if hdr.Zxid == 0 {
+			hdr.Zxid = c.s.b.LastZxid()
+		}
+		hdr.Err = c.codeFor(sl, res.Err)
+		if res.Err == nil {
+			body = res.Resp
+		}
+		if sl.op == jute.OpCloseSession && res.Err == nil {
+			c.s.log.Info("session closed", zap.String("session", hexID(c.sessionID.Load())),
+				zap.String("remote", c.remote), zap.String("reason", "client request"))
+		}
+	case sl.op == jute.OpSync:
+		err := c.s.b.Sync(c.ctx)
+		hdr.Zxid = c.s.b.LastZxid()
+		hdr.Err = c.codeFor(sl, err)
+		if err == nil {
+			body = &jute.SyncResponse{Path: sl.path}
+		}
+	default:
+		c.execRead(sl)
+		return true
+	}
+	c.account(sl, hdr.Zxid)
+	c.enqueue(encodeReply(hdr, body), sl.closeAfter, false)
+	return !sl.closeAfter
+}
+
+// codeFor maps err for the reply of sl; unmapped errors are logged, and
+// errors that mean this member cannot serve the session close the
+// connection after the reply.
+func (c *conn) codeFor(sl *slot, err error) jute.Code {
+	code, fatal, known := errorCode(err)
+	if !known {
+		c.logger().Error("request failed with an unmapped error", zap.String("op", opName(sl.op)),
+			zap.String("path", slotPath(sl)), zap.Error(err))
+	}
+	if fatal {
+		c.logger().Info("member cannot serve the request, closing connection", zap.String("op", opName(sl.op)), zap.Error(err))
+		sl.closeAfter = true
+	}
+	return code
+}
+
+// account records a completed request in the connection's and server's
+// statistics (and the slow-request log), and stops counting it as
+// outstanding. It runs before the reply is queued, as ZooKeeper's
+// FinalRequestProcessor updates its statistics before sending the response:
+// a client that has its reply then asks mntr, cons or the metrics endpoint
+// sees its request counted and no longer outstanding.
+func (c *conn) account(sl *slot, zxid int64) {
+	sl.accounted = true
+	c.pending.Add(-1)
+	c.s.stats.outstanding.Add(-1)
+	now := time.Now()
+	lat := now.Sub(sl.start).Milliseconds()
+	c.noteSlow(sl, now.Sub(sl.start))
+	c.lat.add(lat)
+	c.s.stats.latency.add(lat)
+	if sl.fut != nil {
+		c.s.stats.updateLatency.add(lat)
+		c.s.zm.updateLatency.Observe(lat)
+	} else {
+		c.s.stats.readLatency.add(lat)
+		c.s.zm.readLatency.Observe(lat)
+	}
+	c.last.Lock()
+	c.last.op = opName(sl.op)
+	if sl.xid >= 0 {
+		c.last.cxid = sl.xid
+	}
+	if zxid != 0 {
+		c.last.zxid = zxid
+	}
+	c.last.respTime = now
+	c.last.latency = lat
+	c.last.Unlock()
+}
+
+// Notify sends a watch event to the client: written at once when nothing
+// else is queued or being written (one non-blocking write), else queued
+// for the writer. The tree calls it from the apply goroutine; it never
+// blocks.
+func (c *conn) Notify(ev jute.WatcherEvent) {
+	frame := encodeReply(jute.ReplyHeader{Xid: jute.XidNotification, Zxid: -1}, &ev)
+	c.s.zm.watchBytes.Add(int64(len(frame) - 4))
+	c.out.Lock()
+	if c.out.sealed {
+		c.out.Unlock()
+		return
+	}
+	start := false
+	switch {
+	case c.out.deferring && (c.out.holdAll || ev.Path == c.out.holdPath):
+		c.out.deferred = append(c.out.deferred, frame)
+		c.out.bytes += len(frame)
+	case !c.out.writing && len(c.out.q) == 0 && len(c.out.deferred) == 0 && c.raw != nil:
+		// Nothing queued and no writer, as for a waiter whose watch
+		// fires: written from here as far as the socket takes it, rather
+		// than by a writer goroutine started for one frame.
+		c.out.writing, c.out.inline = true, true
+		c.out.Unlock()
+		c.writeInline(frame)
+		return
+	default:
+		c.out.q = append(c.out.q, frame)
+		c.out.bytes += len(frame)
+		start = c.wantWriter()
+	}
+	over := c.out.bytes > c.s.cfg.MaxOutQueueBytes
+	c.out.Unlock()
+	c.startWriter(start)
+	if over {
+		c.overflow()
+	}
+}
+
+// enqueue appends a reply to the output queue. closeAfter seals the queue:
+// the writer closes the connection once it is written. endHold ends a read's
+// hold on events: the events held back go right after the reply, in the
+// same critical section, so none can slip in before it.
+func (c *conn) enqueue(frame []byte, closeAfter, endHold bool) {
+	c.out.Lock()
+	if endHold {
+		c.out.deferring = false
+	}
+	if c.out.sealed {
+		c.out.deferred = nil
+		c.out.Unlock()
+		return
+	}
+	if !c.out.writing && !closeAfter && len(c.out.q) == 0 && len(c.out.deferred) == 0 && c.raw != nil {
+		// Nothing queued and no writer: write the reply from here, as
+		// far as the socket takes it without waiting.
+		c.out.writing, c.out.inline = true, true
+		c.out.Unlock()
+		c.writeInline(frame)
+		return
+	}
+	c.out.q = append(c.out.q, frame)
+	c.out.bytes += len(frame)
+	if endHold {
+		c.out.q = append(c.out.q, c.out.deferred...)
+		c.out.deferred = nil
+	}
+	if closeAfter {
+		c.out.sealed = true
+	}
+	start := c.wantWriter()
+	over := c.out.bytes > c.s.cfg.MaxOutQueueBytes
+	c.out.Unlock()
+	c.startWriter(start)
+	if over {
+		c.overflow()
+	}
+}
+
+// overflow closes a connection whose client does not read fast enough.
+func (c *conn) overflow() {
+	c.logger().Warn("closing connection: client does not read its replies and events",
+		zap.Int("maxOutQueueBytes", c.s.cfg.MaxOutQueueBytes))
+	c.close("output queue over limit")
+}
+
+func sizeOf(frames [][]byte) int {
+	n := 0
+	for _, f := range frames {
+		n += len(f)
+	}
+	return n
+}
+
+// encodeReply returns a frame: length prefix, reply header, optional body.
+func encodeReply(hdr jute.ReplyHeader, body jute.Record) []byte {
+	e := jute.NewEncoder(make([]byte, 4, replySize(body)))
+	hdr.Encode(e)
+	if body != nil {
+		body.Encode(e)
+	}
+	b := e.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// replySize estimates the frame size of a reply with body, so that the
+// encoder allocates once: the length prefix, reply header and a Stat, plus
+// the payload of the replies that carry data or names.
+func replySize(body jute.Record) int {
+	const fixed = 4 + 16 + 68 + 16
+	switch r := body.(type) {
+	case *jute.GetDataResponse:
+		return fixed + len(r.Data)
+	case *jute.GetChildrenResponse:
+		return fixed + namesSize(r.Children)
+	case *jute.GetChildren2Response:
+		return fixed + namesSize(r.Children)
+	}
+	return fixed
+}
+
+// namesSize is the encoded size of a vector of strings.
+func namesSize(names []string) int {
+	n := 4
+	for _, s := range names {
+		n += 4 + len(s)
+	}
+	return n
+}
+
+// encodeFrame returns a frame holding one record, as the connect response.
+func encodeFrame(r jute.Record) []byte {
+	e := jute.NewEncoder(make([]byte, 4, 64))
+	r.Encode(e)
+	b := e.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
