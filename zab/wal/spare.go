@@ -9,6 +9,10 @@ import (
 	"go.uber.org/zap"
 )
 
+// preallocSyncEvery is how many bytes of zeros preallocate writes between
+// two fsyncs.
+const preallocSyncEvery = 2 << 20
+
 // errStopped ends a preallocation that Close interrupted.
 var errStopped = errors.New("wal: stopped")
 
@@ -117,6 +121,7 @@ func (l *Log) preallocate(path string, size int64, stop <-chan struct{}) (*os.Fi
 		}
 		return f, nil
 	}
+	unsynced := int64(0)
 	for off := int64(0); off < size; {
 		select {
 		case <-stop:
@@ -128,9 +133,20 @@ func (l *Log) preallocate(path string, size int64, stop <-chan struct{}) (*os.Fi
 			return fail(fmt.Errorf("wal: preallocate %s at offset %d: %w", path, off, err))
 		}
 		off += n
+		// Synced as it goes, a few MiB at a time: one flush of the whole
+		// segment at the end would queue its 64 MiB ahead of the
+		// fdatasync of every raft append made meanwhile.
+		if unsynced += n; unsynced >= preallocSyncEvery || off == size {
+			if err := f.Sync(); err != nil {
+				return fail(fmt.Errorf("wal: fsync %s: %w", path, err))
+			}
+			unsynced = 0
+		}
 	}
-	if err := f.Sync(); err != nil {
-		return fail(fmt.Errorf("wal: fsync %s: %w", path, err))
+	if size == 0 {
+		if err := f.Sync(); err != nil {
+			return fail(fmt.Errorf("wal: fsync %s: %w", path, err))
+		}
 	}
 	return f, nil
 }
