@@ -75,6 +75,16 @@ func (s *Server) fencingNode(t *datatree.Tree, path string, auth []jute.Id) (dat
 	return data, st, nil
 }
 
+// FencingToken returns the signed fencing token of lock node lockNode (a
+// lock recipe's ephemeral, by its full path) as a client with auth reads
+// it at /zookeeper/fencing<lockNode>: the same bytes, checked as that read
+// is (READ on the lock node; NoNode for anything that is not a held or
+// queued lock node, or while the ensemble has no fencing key).
+func (s *Server) FencingToken(lockNode string, auth []jute.Id) ([]byte, error) {
+	data, _, err := s.fencingNode(s.b.Tree(), datatree.FencingPath+lockNode, auth)
+	return data, err
+}
+
 // fencingRead answers req if it reads the virtual /zookeeper/fencing
 // subtree (see fencingNode); ok is false otherwise. A virtual node has no
 // children and the ACL world:anyone:READ.

@@ -180,6 +180,24 @@ func TestFencingTokenACL(t *testing.T) {
 	if _, _, err := other.Get("/zookeeper/fencing" + lock); !errors.Is(err, zk.ErrNoAuth) {
 		t.Fatalf("unauthenticated token read: %v, want NoAuth", err)
 	}
+	// FencingToken (the web console's read) gives the bytes the owner
+	// reads, under the same check.
+	s, err := New(DefaultConfig(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	want, _, err := owner.Get("/zookeeper/fencing" + lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.FencingToken(lock, []jute.Id{{Scheme: "digest", Id: Digest("u:p")}})
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("FencingToken = %q, %v; the owner read %q", got, err, want)
+	}
+	if _, err := s.FencingToken(lock, nil); !errors.Is(err, jute.CodeNoAuth) {
+		t.Fatalf("FencingToken without auth: %v, want NoAuth", err)
+	}
 }
 
 // TestFencingMultiRead: a multiRead's getData and getChildren answer the

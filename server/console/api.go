@@ -281,7 +281,10 @@ func (c *Console) sessions(r *http.Request, _ *identity) (any, int, error) {
 const maxLocks = 500
 
 // locks is the lock view at or under ?path=, at most maxLocks lock paths.
-func (c *Console) locks(r *http.Request, _ *identity) (any, int, error) {
+// With an identity, each holder's signed fencing token comes too
+// ("tokens", by lock node path, base64), where that identity may read it:
+// the token is data, which the console shows to no one else.
+func (c *Console) locks(r *http.Request, id *identity) (any, int, error) {
 	prefix := r.URL.Query().Get("path")
 	if prefix != "" && !strings.HasPrefix(prefix, "/") {
 		return nil, http.StatusBadRequest, fmt.Errorf("console: path=%q does not start with /", prefix)
@@ -291,7 +294,21 @@ func (c *Console) locks(r *http.Request, _ *identity) (any, int, error) {
 		locks = []lockview.Lock{}
 	}
 	total := len(locks)
-	return map[string]any{"locks": locks[:min(total, maxLocks)], "total": total, "now": time.Now().UnixMilli()}, 0, nil
+	locks = locks[:min(total, maxLocks)]
+	out := map[string]any{"locks": locks, "total": total, "now": time.Now().UnixMilli()}
+	if id != nil {
+		tokens := map[string]string{}
+		for _, l := range locks {
+			for _, n := range l.Holders {
+				node := strings.TrimSuffix(l.Path, "/") + "/" + n.Name
+				if tok, err := c.src.FencingToken(node, id.ids); err == nil {
+					tokens[node] = base64.StdEncoding.EncodeToString(tok)
+				}
+			}
+		}
+		out["tokens"] = tokens
+	}
+	return out, 0, nil
 }
 
 // statView is a Stat with zxids and the owner in hex, as zkCli prints them.

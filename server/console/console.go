@@ -35,6 +35,9 @@ type Source interface {
 	// Identity returns the ids a client would carry after "addauth
 	// scheme credential", or an error for a scheme it cannot vouch for.
 	Identity(scheme, credential string) ([]jute.Id, error)
+	// FencingToken returns a lock node's signed fencing token as a client
+	// with auth would read it at /zookeeper/fencing<lock node>.
+	FencingToken(lockNode string, auth []jute.Id) ([]byte, error)
 }
 
 // Config configures a Console. The zero value is valid: no identity, the

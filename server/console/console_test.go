@@ -44,6 +44,15 @@ func (f *fakeSource) Locks(prefix string) []lockview.Lock {
 func (f *fakeSource) AdminCommand(string) (map[string]any, bool) { return nil, false }
 func (f *fakeSource) RaftStats() (server.RaftStats, bool)        { return server.RaftStats{}, false }
 
+// FencingToken stands for server.Server.FencingToken (tested in package
+// server): a token naming the node and the first id it was read with.
+func (f *fakeSource) FencingToken(node string, auth []jute.Id) ([]byte, error) {
+	if len(auth) == 0 {
+		return nil, errors.New("no auth")
+	}
+	return []byte("token " + node + " for " + auth[0].Id), nil
+}
+
 // Identity mirrors server.Server.Identity (tested in package server).
 func (f *fakeSource) Identity(scheme, cred string) ([]jute.Id, error) {
 	if scheme != "digest" || !strings.Contains(cred, ":") {
@@ -328,6 +337,25 @@ func TestLocks(t *testing.T) {
 	}
 	if code, _ := get(t, c, "GET", "/console/api/locks?path=locks", nil); code != 400 {
 		t.Errorf("relative path: status %d, want 400", code)
+	}
+	if strings.Contains(body, "tokens") {
+		t.Errorf("locks without an identity carry tokens: %s", body)
+	}
+	// With an identity, the holder's token comes, the waiter's does not.
+	c = newConsole(t, newFake(t), "digest:"+alicePw)
+	_, body = get(t, c, "GET", "/console/api/locks", nil)
+	dt := decode[struct {
+		Locks  []lockview.Lock
+		Total  int
+		Tokens map[string]string
+	}](t, body)
+	if len(dt.Tokens) != 1 || len(dt.Locks) != 1 {
+		t.Fatalf("tokens with an identity = %s", body)
+	}
+	holder := "/locks/a/" + dt.Locks[0].Holders[0].Name
+	tok, err := base64.StdEncoding.DecodeString(dt.Tokens[holder])
+	if err != nil || !strings.HasPrefix(string(tok), "token "+holder+" for ") {
+		t.Errorf("token of %s = %q (%v): %s", holder, tok, err, body)
 	}
 }
 

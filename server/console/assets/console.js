@@ -134,13 +134,14 @@ async function sessionsPage(gen) {
 
 // --- Locks ----------------------------------------------------------------
 
-function nodeRow(n, role) {
+function nodeRow(n, role, token) {
   const tags = [h("span", { class: "tag" + (role === "holder" ? " holder" : "") }, role)];
   if (n.tombstone) tags.push(h("span", { class: "tag tomb" }, "tombstone: lock delay " + ago(n.delay_left_ms) + " left"));
   return h("tr", { class: role, "data-session": n.session, "data-name": n.name },
     h("td", {}, tags), h("td", { class: "mono session" }, n.session), h("td", { class: "mono" }, n.client),
     h("td", {}, (role === "holder" ? "held " : "waiting ") + ago(n.age_ms)),
-    h("td", { class: "mono" }, n.czxid.toString(16).replace(/^/, "0x")), h("td", { class: "mono muted" }, n.name));
+    h("td", { class: "mono" }, n.czxid.toString(16).replace(/^/, "0x")), h("td", { class: "mono muted" }, n.name),
+    h("td", { class: "mono token", title: token || "" }, token ? token.slice(0, 16) + "…" : ""));
 }
 
 async function locksPage(gen) {
@@ -153,11 +154,13 @@ async function locksPage(gen) {
       out.push(h("div", { class: "lock", "data-path": l.path },
         h("div", {}, h("span", { class: "path mono" }, l.path), h("span", { class: "tag" }, l.kind),
           h("span", { class: "muted" }, " · " + l.holders.length + " holding, " + l.waiters.length + " waiting")),
-        h("table", {}, h("tr", {}, ["", "session", "client", "for", "czxid (fencing)", "node"].map(t => h("th", {}, t))),
-          l.holders.map(n => nodeRow(n, "holder")), l.waiters.map(n => nodeRow(n, "waiter")))));
+        h("table", {}, h("tr", {}, ["", "session", "client", "for", "czxid (fencing)", "node", "token"].map(t => h("th", {}, t))),
+          l.holders.map(n => nodeRow(n, "holder", (d.tokens || {})[l.path.replace(/\/$/, "") + "/" + n.name])),
+          l.waiters.map(n => nodeRow(n, "waiter")))));
     }
     if (d.total > d.locks.length) out.push(h("p", { class: "muted" }, "first " + d.locks.length + " of " + d.total + " lock paths"));
-    out.push(h("p", { class: "muted" }, "The holder's fencing token is at /zookeeper/fencing<lock node>; its order is the czxid shown."));
+    out.push(h("p", { class: "muted" }, "The holder's signed fencing token (base64; hover for all of it) is at /zookeeper/fencing<lock node>, " +
+      "shown only to the console's identity; its order is the czxid."));
     render(gen, ...out);
   });
 }
