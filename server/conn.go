@@ -107,6 +107,8 @@ type conn struct {
 	readSignal    chan struct{} // capacity 1: a slot completed (readsExecuted may have grown)
 	rbuf          []byte        // reader only: frame buffer reused across reads
 	frameOwned    bool          // reader only: the current frame is not rbuf, nothing reuses it
+	lastStart     time.Time     // reader only: when the previous request was read (see busy)
+	lastGap       time.Duration // reader only: the time between the last two requests
 
 	recv     atomic.Int64 // packets received
 	lastRecv atomic.Int64 // ms since the epoch of the last packet (or of the accept)

@@ -82,3 +82,34 @@ func writeHeapProfile(b *testing.B, path string) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkIdlePing measures what an idle session's ping costs: n sessions
+// are open and each ping goes to the next one in turn, so every
+// connection sees a ping only once in n, as a fleet of idle clients
+// pings. cpu-ns/ping is the process's CPU time (user and system, client
+// ends included) per ping; with many connections it exposes costs that
+// grow with the number of connections, such as the runtime rescanning
+// every connection's deadline timer (see conn.busy).
+func BenchmarkIdlePing(b *testing.B) {
+	for _, n := range []int{100, 5000} {
+		b.Run(fmt.Sprintf("conns=%d", n), func(b *testing.B) {
+			ts := startServer(b, func(c *Config) { c.MaxClientCnxns = 0 })
+			clients := make([]*rawClient, n)
+			for i := range clients {
+				clients[i] = dialRaw(b, ts.addr)
+				clients[i].session()
+			}
+			cpu0 := processCPU()
+			b.ResetTimer()
+			for i := range b.N {
+				c := clients[i%n]
+				c.send(jute.XidPing, jute.OpPing, nil)
+				if h := c.reply(nil); h.Err != 0 {
+					b.Fatal(h)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/ping")
+		})
+	}
+}

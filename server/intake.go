@@ -26,7 +26,7 @@ func (c *conn) readDeadline() time.Time {
 // handOff.
 func (c *conn) readLoop() bool {
 	for {
-		if c.br.Buffered() == 0 && !c.nextSoon() {
+		if c.br.Buffered() == 0 && (!c.busy() || !c.nextSoon()) {
 			c.handOff()
 			return true
 		}
@@ -83,6 +83,7 @@ func (c *conn) readOne() bool {
 	hdr.Decode(&c.dec)
 	body := frame[requestHeaderSize:]
 	sl := &slot{xid: hdr.Xid, op: hdr.Type, start: time.Now()}
+	c.lastGap, c.lastStart = sl.start.Sub(c.lastStart), sl.start
 
 	if !c.readOnly.Load() && !c.s.b.Touch(c.sessionID.Load()) {
 		sl.code, sl.closeAfter = jute.CodeSessionExpired, true
