@@ -46,6 +46,7 @@ type Server struct {
 	connSeq  atomic.Uint64
 	reserve  fdReserve   // see refuseOutOfFiles
 	throttle requestGate // see admit
+	slow     slowLimiter // see noteSlow
 	// connThrottle is ZooKeeper's connection throttle (connthrottle.go).
 	connThrottle *connThrottle
 }

@@ -49,3 +49,27 @@ func TestSlowRequestLog(t *testing.T) {
 		})
 	}
 }
+
+// TestSlowLimiter checks the budget of slow-request lines: at most
+// slowLinesPerSecond in a second, the rest counted and reported on the
+// next line written, in a later second.
+func TestSlowLimiter(t *testing.T) {
+	var l slowLimiter
+	t0 := time.Unix(1000, 0)
+	for i := range slowLinesPerSecond {
+		if ok, sup := l.admit(t0.Add(time.Duration(i) * time.Millisecond)); !ok || sup != 0 {
+			t.Fatalf("line %d: admitted %v, suppressed %d; want admitted, 0", i, ok, sup)
+		}
+	}
+	for i := range 25 {
+		if ok, _ := l.admit(t0.Add(500*time.Millisecond + time.Duration(i))); ok {
+			t.Fatalf("line %d past the budget admitted", slowLinesPerSecond+i)
+		}
+	}
+	if ok, sup := l.admit(t0.Add(time.Second)); !ok || sup != 25 {
+		t.Fatalf("first line of the next second: admitted %v, suppressed %d; want admitted, 25", ok, sup)
+	}
+	if ok, sup := l.admit(t0.Add(time.Second + time.Millisecond)); !ok || sup != 0 {
+		t.Fatalf("second line of the next second: admitted %v, suppressed %d; want admitted, 0", ok, sup)
+	}
+}
