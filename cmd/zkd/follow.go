@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkd/zkd/datatree"
+	"github.com/zkd/zkd/quorum"
 	"github.com/zkd/zkd/quorum/zkfollow"
 	"github.com/zkd/zkd/zab"
 	"github.com/zkd/zkd/zab/zkformat"
@@ -94,6 +95,17 @@ func followMain(args []string, stdout, stderr io.Writer) int {
 		SyncLimit: c.SyncLimit,
 		Tree:      resume,
 		Logger:    zl.Named("zkfollow"),
+	}
+	// sslQuorum=true: the ZooKeeper leader takes learners over mutual TLS
+	// only, with the member's ssl.quorum.* certificate.
+	var qc quorum.Config
+	if err := quorumTLS(c, &qc, zl.Named("zkfollow")); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	if qc.PeerTLS != nil && !qc.DialPlaintext {
+		fc.TLS = qc.PeerTLS.ClientConfig
+		say("dialing the ZooKeeper leader over TLS (sslQuorum=true)")
 	}
 	if *serve {
 		fc.Synced, fc.Applied = replica.rebuild, replica.applied

@@ -3,11 +3,14 @@ package zkfollow
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -43,6 +46,12 @@ type Config struct {
 	// Logger receives one line per connection, sync and leader loss.
 	// Default: none.
 	Logger *zap.Logger
+	// TLS, when set, returns the TLS configuration for dialing the
+	// ZooKeeper member at host: an ensemble with sslQuorum=true takes
+	// learners over mutual TLS only, so the follower presents the zkd
+	// member's ssl.quorum.* certificate and verifies the leader's. Nil
+	// dials plain TCP.
+	TLS func(host string) *tls.Config
 }
 
 // Validate names the first bad field.
@@ -195,9 +204,17 @@ func (f *Follower) Run(ctx context.Context) error {
 				f.mu.status.LastError = err.Error()
 			}
 			f.mu.Unlock()
-			if wasLeader {
+			var he *handshakeError
+			switch {
+			case wasLeader:
 				f.log.Warn("lost the ZooKeeper leader", zap.String("peer", addr), zap.Error(err))
-			} else {
+			case errors.As(err, &he):
+				f.log.Warn("TLS handshake with a ZooKeeper member failed: check the ssl.quorum.* stores in zkd's zoo.cfg against the ensemble's", zap.String("peer", addr), zap.Error(err))
+			case err != nil && !isDialError(err):
+				// It took the connection, so it leads (only the leader
+				// listens on the quorum port), yet it would not sync us.
+				f.log.Warn("the ZooKeeper leader did not take this observer", zap.String("peer", addr), zap.Error(err))
+			default:
 				f.log.Debug("not the ZooKeeper leader, or unreachable", zap.String("peer", addr), zap.Error(err))
 			}
 		}
@@ -207,6 +224,45 @@ func (f *Follower) Run(ctx context.Context) error {
 		case <-time.After(f.cfg.TickTime):
 		}
 	}
+}
+
+// isDialError reports whether err is a failure to connect at all: a
+// member that does not lead has no quorum listener.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// handshakeError is a failed TLS handshake with a ZooKeeper member: a
+// configuration problem an operator must see, unlike a member that does
+// not lead and so refuses the connection.
+type handshakeError struct {
+	addr string
+	err  error
+}
+
+func (e *handshakeError) Error() string {
+	return fmt.Sprintf("zkfollow: TLS handshake with %s: %v", e.addr, e.err)
+}
+
+func (e *handshakeError) Unwrap() error { return e.err }
+
+// handshake runs the TLS client handshake on nc within timeout, with the
+// configuration conf returns for addr's host; it closes nc if that fails.
+func handshake(ctx context.Context, nc net.Conn, addr string, conf func(host string) *tls.Config, timeout time.Duration) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("zkfollow: member address %s: %w", addr, err)
+	}
+	tc := tls.Client(nc, conf(host))
+	hctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		nc.Close()
+		return nil, &handshakeError{addr: addr, err: err}
+	}
+	return tc, nil
 }
 
 // deadlineConn gives every Read and Write its own deadline, as a Java
@@ -248,6 +304,11 @@ func (f *Follower) followOnce(ctx context.Context, addr string) error {
 	if err != nil {
 		return err
 	}
+	if f.cfg.TLS != nil {
+		if nc, err = handshake(ctx, nc, addr, f.cfg.TLS, initTimeout); err != nil {
+			return err
+		}
+	}
 	conn := &deadlineConn{Conn: nc, timeout: initTimeout}
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
@@ -265,6 +326,9 @@ func (f *Follower) followOnce(ctx context.Context, addr string) error {
 	}
 	p, err := readPacket(r)
 	if err != nil {
+		if f.cfg.TLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
+			return fmt.Errorf("zkfollow: %s: waiting for LEADERINFO: %w (the leader closed the connection: if the ensemble has sslQuorum=true, set sslQuorum=true and the ssl.quorum.* stores in zkd's zoo.cfg)", addr, err)
+		}
 		return fmt.Errorf("zkfollow: %s: waiting for LEADERINFO: %w", addr, err)
 	}
 	if p.Type != pktLeaderInfo {
