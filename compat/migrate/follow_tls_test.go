@@ -91,4 +91,3 @@ func TestIntegration_FollowSSLQuorum(t *testing.T) {
 		f.waitOutput(t, regexp.MustCompile(fmt.Sprintf(`zxid 0x0*%x\b`, st.Mzxid)), time.Minute)
 	})
 }
-
