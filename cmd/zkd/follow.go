@@ -64,6 +64,18 @@ func followMain(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "zkd follow: give the observer's server id with -sid (zoo.cfg's dataDir has no myid)")
 		return 2
 	}
+	// quorum.auth.* are the follower's, toward ZooKeeper's leader; the
+	// zkd member's configuration (seedConfig, the read-only server) has
+	// no quorum SASL, and refuses those keys.
+	sasl, saslHow, err := followQuorumSASL(c)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 2
+	}
+	for _, k := range []string{"quorum.auth.enableSasl", "quorum.auth.learnerRequireSasl", "quorum.auth.serverRequireSasl"} {
+		delete(c.Props, k)
+		delete(c.Props, "zookeeper."+k)
+	}
 	nc, err := seedConfig(c)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -106,6 +118,10 @@ func followMain(args []string, stdout, stderr io.Writer) int {
 	if qc.PeerTLS != nil && !qc.DialPlaintext {
 		fc.TLS = qc.PeerTLS.ClientConfig
 		say("dialing the ZooKeeper leader over TLS (sslQuorum=true)")
+	}
+	if sasl != nil {
+		fc.SASL = sasl
+		say("%s", saslHow)
 	}
 	if *serve {
 		fc.Synced, fc.Applied = replica.rebuild, replica.applied

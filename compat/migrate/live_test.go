@@ -31,10 +31,11 @@ type follower struct {
 	done chan error
 }
 
-func startFollow(t *testing.T, bin string, zkQuorum []string, sid int, cfg string) *follower {
+func startFollow(t *testing.T, bin string, zkQuorum []string, sid int, cfg string, env ...string) *follower {
 	t.Helper()
 	f := &follower{done: make(chan error, 1)}
 	f.cmd = exec.Command(bin, "follow", "-zk", strings.Join(zkQuorum, ","), "-sid", strconv.Itoa(sid), "-status-every", "2s", cfg)
+	f.cmd.Env = append(os.Environ(), env...)
 	f.cmd.Stdout, f.cmd.Stderr = &f.out, &f.out
 	must(t, f.cmd.Start())
 	go func() { f.done <- f.cmd.Wait() }()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -52,6 +53,11 @@ type Config struct {
 	// member's ssl.quorum.* certificate and verifies the leader's. Nil
 	// dials plain TCP.
 	TLS func(host string) *tls.Config
+	// SASL, when set, makes a client for the quorum SASL exchange the
+	// follower starts on each connection to a leader, before anything
+	// else (quorum.auth.enableSasl with learnerRequireSasl, ZooKeeper's
+	// QuorumLearner login). Nil: no quorum SASL.
+	SASL func() SASLClient
 }
 
 // Validate names the first bad field.
@@ -205,9 +211,12 @@ func (f *Follower) Run(ctx context.Context) error {
 			}
 			f.mu.Unlock()
 			var he *handshakeError
+			var qe *quorumAuthError
 			switch {
 			case wasLeader:
 				f.log.Warn("lost the ZooKeeper leader", zap.String("peer", addr), zap.Error(err))
+			case errors.As(err, &qe):
+				f.log.Warn("quorum SASL with the ZooKeeper leader failed", zap.String("peer", addr), zap.Error(err))
 			case errors.As(err, &he):
 				f.log.Warn("TLS handshake with a ZooKeeper member failed: check the ssl.quorum.* stores in zkd's zoo.cfg against the ensemble's", zap.String("peer", addr), zap.Error(err))
 			case err != nil && !isDialError(err):
@@ -313,6 +322,12 @@ func (f *Follower) followOnce(ctx context.Context, addr string) error {
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
 	defer nc.Close()
+	if f.cfg.SASL != nil {
+		if err := authenticate(conn, addr, f.cfg.SASL()); err != nil {
+			return err
+		}
+		f.log.Info("authenticated to the ZooKeeper leader by quorum SASL", zap.String("peer", addr))
+	}
 	start := time.Now()
 	r := zkformat.NewStreamReader(conn)
 	w := bufio.NewWriter(conn)
@@ -326,8 +341,17 @@ func (f *Follower) followOnce(ctx context.Context, addr string) error {
 	}
 	p, err := readPacket(r)
 	if err != nil {
-		if f.cfg.TLS == nil && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET)) {
-			return fmt.Errorf("zkfollow: %s: waiting for LEADERINFO: %w (the leader closed the connection: if the ensemble has sslQuorum=true, set sslQuorum=true and the ssl.quorum.* stores in zkd's zoo.cfg)", addr, err)
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			var hints []string
+			if f.cfg.TLS == nil {
+				hints = append(hints, "if the ensemble has sslQuorum=true, set sslQuorum=true and the ssl.quorum.* stores in zkd's zoo.cfg")
+			}
+			if f.cfg.SASL == nil {
+				hints = append(hints, "if it has quorum.auth.serverRequireSasl=true, set quorum.auth.enableSasl=true, quorum.auth.learnerRequireSasl=true and a JAAS QuorumLearner section")
+			}
+			if len(hints) > 0 {
+				return fmt.Errorf("zkfollow: %s: waiting for LEADERINFO: %w (the leader closed the connection: %s)", addr, err, strings.Join(hints, "; "))
+			}
 		}
 		return fmt.Errorf("zkfollow: %s: waiting for LEADERINFO: %w", addr, err)
 	}

@@ -16,18 +16,33 @@ import (
 // what it returns until Complete.
 type Client struct {
 	user, password string
+	protocol       string // digest-uri's serv-type
+	serverName     string // digest-uri's host, and the realm if the server names none
 	rand           io.Reader
 	step           int
 	rspauth        string
 }
 
-// NewClient returns a client authenticating as user. random supplies the
-// cnonce; nil means crypto/rand.
+// NewClient returns a client authenticating as user to a ZooKeeper
+// server's client port. random supplies the cnonce; nil means
+// crypto/rand.
 func NewClient(user, password string, random io.Reader) *Client {
+	return newClient(Protocol, Realm, user, password, random)
+}
+
+// NewQuorumClient returns a client authenticating as user to a ZooKeeper
+// leader's quorum port, as a learner with quorum.auth.learnerRequireSasl
+// does (SaslQuorumAuthLearner: digest-uri
+// zookeeper-quorum/zk-quorum-sasl-md5).
+func NewQuorumClient(user, password string, random io.Reader) *Client {
+	return newClient(QuorumProtocol, QuorumRealm, user, password, random)
+}
+
+func newClient(protocol, serverName, user, password string, random io.Reader) *Client {
 	if random == nil {
 		random = rand.Reader
 	}
-	return &Client{user: user, password: password, rand: random}
+	return &Client{user: user, password: password, protocol: protocol, serverName: serverName, rand: random}
 }
 
 // First is the initial token: DIGEST-MD5 has no initial response.
@@ -60,7 +75,7 @@ func (c *Client) Evaluate(challenge []byte) ([]byte, error) {
 		}
 		realm, ok := d["realm"]
 		if !ok {
-			realm = Realm
+			realm = c.serverName
 		}
 		var raw [24]byte
 		if _, err := io.ReadFull(c.rand, raw[:]); err != nil {
@@ -68,7 +83,7 @@ func (c *Client) Evaluate(challenge []byte) ([]byte, error) {
 		}
 		p := params{user: c.user, realm: realm, password: c.password, nonce: nonce,
 			cnonce: base64.StdEncoding.EncodeToString(raw[:]), nc: "00000001", qop: "auth",
-			uri: Protocol + "/" + Realm}
+			uri: c.protocol + "/" + c.serverName}
 		c.rspauth = p.response("")
 		c.step = 1
 		return []byte("charset=utf-8,username=" + quote(c.user) + ",realm=" + quote(realm) +

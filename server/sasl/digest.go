@@ -21,6 +21,10 @@ const (
 	Realm = "zk-sasl-md5"
 	// Mechanism is the only mechanism implemented.
 	Mechanism = "DIGEST-MD5"
+	// QuorumProtocol and QuorumRealm are digest-uri's parts between
+	// ZooKeeper members (QuorumAuth: quorum SASL).
+	QuorumProtocol = "zookeeper-quorum"
+	QuorumRealm    = "zk-quorum-sasl-md5"
 )
 
 // ErrNotComplete is returned by AuthorizationID before the exchange ended.
