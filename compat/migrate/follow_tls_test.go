@@ -43,17 +43,7 @@ func TestIntegration_FollowSSLQuorum(t *testing.T) {
 		}
 	}
 	memberKS := member.WriteJKS(t, dir, "member")
-	ports := zkproc.FreePorts(t, 3) // observer quorum and election ports, zkd's client port
-	cfg := stores(memberKS)
-	cfg["server.4"] = fmt.Sprintf("127.0.0.1:%d:%d:observer;127.0.0.1:%d", ports[0], ports[1], ports[2])
-	zs := zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{ExtraCfg: cfg, TickTime: 200})
-	c, _, err := zk.Connect(zkproc.Addrs(zs), sessionTimeout, zk.WithLogger(quiet{}))
-	must(t, err)
-	t.Cleanup(c.Close)
-	waitSession(t, c)
-	_, err = c.Create("/before", []byte("synced"), 0, open)
-	must(t, err)
-	quorum := quorumAddrs(t, zs)
+	ports, quorum, c := startObserved(t, zkproc.Options{ExtraCfg: stores(memberKS)})
 
 	t.Run("untrusted certificate", func(t *testing.T) {
 		f := startFollow(t, bin, quorum, 4, followZooCfg(t, ports[2], stores(stranger.WriteJKS(t, dir, "stranger"))))
@@ -113,18 +103,8 @@ QuorumLearner {
 		"quorum.auth.learnerRequireSasl": "true",
 		"quorum.auth.serverRequireSasl":  "true",
 	}
-	ports := zkproc.FreePorts(t, 3)
-	cfg := maps.Clone(quorumSASL)
-	cfg["server.4"] = fmt.Sprintf("127.0.0.1:%d:%d:observer;127.0.0.1:%d", ports[0], ports[1], ports[2])
-	zs := zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{ExtraCfg: cfg, TickTime: 200,
+	ports, quorum, c := startObserved(t, zkproc.Options{ExtraCfg: maps.Clone(quorumSASL),
 		JVMFlags: []string{"-Djava.security.auth.login.config=" + jaas("ensemble", "quorum-secret")}})
-	c, _, err := zk.Connect(zkproc.Addrs(zs), sessionTimeout, zk.WithLogger(quiet{}))
-	must(t, err)
-	t.Cleanup(c.Close)
-	waitSession(t, c)
-	_, err = c.Create("/before", []byte("synced"), 0, open)
-	must(t, err)
-	quorum := quorumAddrs(t, zs)
 	// As for ZooKeeper, the JAAS file is a JVM flag.
 	jvmFlags := func(path string) string { return "SERVER_JVMFLAGS=-Djava.security.auth.login.config=" + path }
 
@@ -151,6 +131,25 @@ QuorumLearner {
 		must(t, err)
 		f.waitOutput(t, regexp.MustCompile(fmt.Sprintf(`zxid 0x0*%x\b`, st.Mzxid)), time.Minute)
 	})
+}
+
+// startObserved starts a three-member ZooKeeper ensemble with opts (and
+// tickTime 200) and a server.4 observer line for `zkd follow`, and creates
+// /before through a client it returns. ports are the observer's quorum and
+// election ports and zkd's client port; quorum the members' quorum
+// addresses.
+func startObserved(t *testing.T, opts zkproc.Options) (ports []int, quorum []string, c *zk.Conn) {
+	ports = zkproc.FreePorts(t, 3)
+	opts.ExtraCfg["server.4"] = fmt.Sprintf("127.0.0.1:%d:%d:observer;127.0.0.1:%d", ports[0], ports[1], ports[2])
+	opts.TickTime = 200
+	zs := zkproc.StartZooKeeperEnsemble(t, 3, opts)
+	c, _, err := zk.Connect(zkproc.Addrs(zs), sessionTimeout, zk.WithLogger(quiet{}))
+	must(t, err)
+	t.Cleanup(c.Close)
+	waitSession(t, c)
+	_, err = c.Create("/before", []byte("synced"), 0, open)
+	must(t, err)
+	return ports, quorumAddrs(t, zs), c
 }
 
 // followZooCfg writes a zoo.cfg for `zkd follow` in a folder of its own,
