@@ -171,10 +171,13 @@ func (s *GSSAPIServer) evaluate(token []byte) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		if types.IsFlagSet(&req.APOptions, flags.APOptionMutualRequired) {
+		if mutualRequested(req) {
 			s.step = 1
 			return s.apRep(req)
 		}
+		// Without an AP-REP the acceptor's tokens continue the
+		// initiator's sequence numbers (RFC 4121 4.2.6; Java checks).
+		s.seq = uint64(uint32(req.Authenticator.SeqNumber))
 		return s.offer()
 	case 1:
 		// The client's context is established by the AP-REP: it answers
@@ -243,6 +246,18 @@ func (s *GSSAPIServer) accept(token []byte) (*messages.APReq, error) {
 	}
 	s.seq = uint64(binary.BigEndian.Uint32(b[:]) & 0x3fffffff)
 	return req, nil
+}
+
+// mutualRequested reports whether the client asked for mutual
+// authentication, by the AP-REQ's mutual-required option (MIT) or by
+// GSS_C_MUTUAL_FLAG in the authenticator's GSS checksum (RFC 4121 4.1.1;
+// Java sets only this one), as MIT's acceptor reads them.
+func mutualRequested(req *messages.APReq) bool {
+	if types.IsFlagSet(&req.APOptions, flags.APOptionMutualRequired) {
+		return true
+	}
+	ck := req.Authenticator.Cksum
+	return ck.CksumType == 0x8003 && len(ck.Checksum) >= 24 && binary.LittleEndian.Uint32(ck.Checksum[20:24])&2 != 0
 }
 
 // encAPRepPart is EncAPRepPart with the fields the acceptor sends.
