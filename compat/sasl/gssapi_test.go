@@ -162,7 +162,8 @@ func protect(t *testing.T, addr string, names ...string) []string {
 // the same sasl identity, seen through sasl ACLs: bob@REALM by default,
 // bob with removeRealmFromPrincipal, app@REALM for app/host@REALM with
 // removeHostFromPrincipal; zookeeper.superUser names a principal that
-// then passes every ACL. The failures end the same on both: a server
+// then passes every ACL; enforce.auth with sasl lets a GSSAPI client in
+// and refuses an unauthenticated one. The failures end the same on both: a server
 // keytab of old keys (isInitiator=false, so the server starts), an
 // expired ticket, a principal the KDC no longer knows, a client of
 // another realm.
@@ -216,6 +217,10 @@ func TestIntegration_SASLGSSAPIKazoo(t *testing.T) {
 		// fails with AuthFailed, or start() gives up (KazooTimeoutError)
 		// when the close comes first.
 		fails bool
+		// enforce: the server runs enforce.auth with sasl; the client
+		// reads "/" (nodes cannot be made without authenticating), and
+		// an unauthenticated request is refused.
+		enforce bool
 	}{
 		{name: "default names", env: []string{bob}, want: "ok noauth noauth noauth noauth noauth"},
 		{name: "host principal", env: []string{app}, want: "noauth noauth ok noauth noauth noauth"},
@@ -223,6 +228,7 @@ func TestIntegration_SASLGSSAPIKazoo(t *testing.T) {
 		{name: "removeHostFromPrincipal", env: []string{app}, jvm: []string{"-Dzookeeper.kerberos.removeHostFromPrincipal=true"}, want: "noauth noauth noauth ok noauth noauth"},
 		{name: "remove both", env: []string{app}, jvm: []string{"-Dzookeeper.kerberos.removeHostFromPrincipal=true", "-Dzookeeper.kerberos.removeRealmFromPrincipal=true"}, want: "noauth noauth noauth noauth ok noauth"},
 		{name: "superUser", env: []string{bob}, jvm: []string{"-Dzookeeper.superUser=bob@" + krbRealm}, want: "ok ok ok ok ok ok"},
+		{name: "enforce.auth", env: []string{bob}, jvm: []string{"-Dzookeeper.enforce.auth.enabled=true", "-Dzookeeper.enforce.auth.schemes=sasl"}, enforce: true, want: "ok"},
 		{name: "wrong server keytab", env: []string{bob}, keytab: k.oldKeytab, extra: "isInitiator=false", fails: true},
 		{name: "expired ticket", env: []string{"KRB5CCNAME=FILE:" + short}, fails: true},
 		{name: "unknown principal", env: []string{"KRB5CCNAME=FILE:" + k.kdc.Dir + "/cc-empty", "KRB5_CLIENT_KTNAME=" + eveKeytab}, fails: true},
@@ -234,12 +240,24 @@ func TestIntegration_SASLGSSAPIKazoo(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					s := ss.get(tt.keytab, tt.extra, tt.jvm)
-					paths := protect(t, s.Addr, names...)
+					var paths []string
+					if tt.enforce {
+						paths = []string{"/"}
+						anon := dial(t, s.Addr)
+						if _, err := anon.Call(jute.OpGetData, &jute.GetDataRequest{Path: "/"}, nil); !errors.Is(err, jute.CodeSessionClosedRequireSASL) {
+							t.Fatalf("unauthenticated read under enforce.auth: %v, want SessionClosedRequireSASL", err)
+						}
+					} else {
+						paths = protect(t, s.Addr, names...)
+					}
 					want := tt.want
 					if tt.fails {
 						paths, want = paths[:1], "error AuthFailedError"
 					}
 					got := strings.Join(strings.Fields(k.kazoo(t, s.Addr, tt.env, paths...)), " ")
+					if tt.fails && got == "connect KazooTimeoutError" {
+						got = want
+					}
 					if got != want {
 						t.Fatalf("kazoo read %v as %v: got %q, want %q\nserver log:\n%s", paths, names, got, want, s.Log())
 					}

@@ -1,6 +1,12 @@
 package sasl
 
-import "testing"
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jcmturner/gokrb5/v8/keytab"
+)
 
 // TestKerberosMapName: principals become names as ZooKeeper's
 // SaslServerCallbackHandler makes them with KerberosName's DEFAULT rule
@@ -38,4 +44,42 @@ func TestKerberosValidate(t *testing.T) {
 			t.Errorf("Validate(%q) passed", p)
 		}
 	}
+}
+
+// testKerberos is a service with a keytab made from a password.
+func testKerberos(t testing.TB) *Kerberos {
+	kt := keytab.New()
+	if err := kt.AddEntry("zookeeper/localhost", "R", "pw", time.Unix(0, 0), 1, 18); err != nil {
+		t.Fatal(err)
+	}
+	return &Kerberos{Principal: "zookeeper/localhost@R", Keytab: kt, DefaultRealm: "R"}
+}
+
+// TestGSSAPIServerGarbage: tokens that are not a valid exchange end it
+// with an error naming GSSAPI, and nothing after a failure is accepted.
+func TestGSSAPIServerGarbage(t *testing.T) {
+	if err := testKerberos(t).Validate(); err != nil {
+		t.Fatalf("Validate of a good keytab: %v", err)
+	}
+	for _, tok := range [][]byte{nil, {}, {0x60}, {0x60, 0x03, 0x06, 0x01, 0x00}, []byte("username=bob"),
+		{0x60, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02, 0x01, 0x00}} {
+		s := NewGSSAPIServer(testKerberos(t), nil)
+		if _, err := s.Evaluate(tok); err == nil || !strings.HasPrefix(err.Error(), "GSSAPI: ") {
+			t.Errorf("Evaluate(%x) = %v, want a GSSAPI error", tok, err)
+		}
+		if _, err := s.Evaluate(nil); err == nil || s.Complete() {
+			t.Errorf("exchange goes on after a failure")
+		}
+	}
+}
+
+// FuzzGSSAPIServer: any first and second token fail or succeed, never panic.
+func FuzzGSSAPIServer(f *testing.F) {
+	f.Add([]byte{0x60, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x86, 0xf7, 0x12, 0x01, 0x02, 0x02, 0x01, 0x00}, []byte{5, 4, 0, 0xff})
+	f.Fuzz(func(t *testing.T, a, b []byte) {
+		s := NewGSSAPIServer(testKerberos(t), nil)
+		if _, err := s.Evaluate(a); err == nil {
+			s.Evaluate(b)
+		}
+	})
 }
