@@ -142,21 +142,9 @@ type Krb5Login struct {
 	IsInitiator bool
 }
 
-// DigestUsers returns the DIGEST-MD5 users of section name, as
-// ZooKeeper's SaslServerCallbackHandler collects them: every user_<name>
-// option of the section's modules. A section naming Krb5LoginModule
-// (GSSAPI: see ServerLogin) or any module zkd cannot run is an error
-// naming it.
-func (j JAAS) DigestUsers(name string) (map[string]string, error) {
-	users, krb, err := j.ServerLogin(name)
-	if err == nil && krb != nil {
-		err = fmt.Errorf("sasl: JAAS section %s uses %s (Kerberos), not DIGEST-MD5 users alone", name, Krb5LoginModule)
-	}
-	return users, err
-}
-
 // ServerLogin returns what section name configures for a server: the
-// DIGEST-MD5 users of every user_<name> option, and, when a module is
+// DIGEST-MD5 users of every user_<name> option (as ZooKeeper's
+// SaslServerCallbackHandler collects them), and, when a module is
 // Krb5LoginModule, its keytab and principal. ZooKeeper serves GSSAPI
 // alone when the section logs a Kerberos principal in, so a caller given
 // a Krb5Login serves GSSAPI and no DIGEST-MD5 user. A Krb5LoginModule
