@@ -4,11 +4,14 @@
 # (python3-kazoo), Ed25519 for the Kazoo fencing scenario
 # (python3-cryptography), Curator's jars (libcurator-recipes-java) and the
 # headless browser the web console's tests drive (chromium, through
-# chromedp). As root it installs whatever is missing; otherwise it prints
+# chromedp), and an MIT KDC with Kazoo's GSSAPI client for the Kerberos
+# tests (krb5-kdc, krb5-admin-server, krb5-user, python3-pure-sasl,
+# python3-kerberos). As root it installs whatever is missing; otherwise it prints
 # the command and fails.
 set -euo pipefail
 
-PKGS=(zookeeper python3-kazoo python3-cryptography libcurator-recipes-java openssl chromium)
+PKGS=(zookeeper python3-kazoo python3-cryptography libcurator-recipes-java openssl chromium
+	krb5-kdc krb5-admin-server krb5-user python3-pure-sasl python3-kerberos)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'

@@ -100,7 +100,7 @@ type conn struct {
 		fn    func(fd uintptr) bool
 	}
 
-	sasl *sasl.Server // reader only: the SASL exchange, nil before the first sasl request
+	sasl sasl.Exchange // reader only: the SASL exchange, nil before the first sasl request
 
 	readsQueued   uint64        // reader only: reads handed to the completer
 	readsExecuted atomic.Uint64 // reads the completer executed

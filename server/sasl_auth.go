@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"slices"
 
 	"go.uber.org/zap"
@@ -16,9 +17,14 @@ const schemeSASL = "sasl"
 // SASLConfig configures SASL authentication (opcode sasl) and ZooKeeper's
 // enforce.auth.
 type SASLConfig struct {
-	// Users are the DIGEST-MD5 users of the JAAS Server section; nil means
-	// SASL is not configured, and every sasl request ends in AuthFailed.
+	// Users are the DIGEST-MD5 users of the JAAS Server section; nil (with
+	// Kerberos nil) means SASL is not configured, and every sasl request
+	// ends in AuthFailed.
 	Users *sasl.Users
+	// Kerberos, when set, is the Server section's Krb5LoginModule: the
+	// server speaks GSSAPI, and only GSSAPI, as ZooKeeper does when its
+	// Server section logs a Kerberos principal in.
+	Kerberos *sasl.Kerberos
 	// SuperUser is zookeeper.superUser: a client that authenticates by
 	// SASL under this name also gets the super identity. "" disables it.
 	SuperUser string
@@ -76,7 +82,7 @@ func (c *conn) handleSASL(xid int32, body []byte) (frame []byte, closeAfter bool
 		c.logger().Warn("SASL authentication failed, closing connection", zap.Error(err))
 		return encodeReply(jute.ReplyHeader{Xid: xid, Err: code}, &jute.SetSASLResponse{}), true
 	}
-	if cfg.Users == nil {
+	if cfg.Users == nil && cfg.Kerberos == nil {
 		// ZooKeeper 3.8 answers OK with no token here, which Kazoo
 		// resends at once, forever; fail the way a refused exchange does,
 		// so every client ends in AuthFailed instead, whatever
@@ -84,7 +90,15 @@ func (c *conn) handleSASL(xid int32, body []byte) (frame []byte, closeAfter bool
 		return fail(fmt.Errorf("SASL is not configured on this server (no JAAS Server section)"), false)
 	}
 	if c.sasl == nil {
-		c.sasl = sasl.NewServer(*cfg.Users, nil)
+		if cfg.Kerberos != nil {
+			var ip net.IP
+			if host, _, err := net.SplitHostPort(c.remote); err == nil {
+				ip = net.ParseIP(host)
+			}
+			c.sasl = sasl.NewGSSAPIServer(cfg.Kerberos, ip)
+		} else {
+			c.sasl = sasl.NewServer(*cfg.Users, nil)
+		}
 	}
 	token, err := c.sasl.Evaluate(req.Token)
 	if err != nil {
@@ -93,7 +107,11 @@ func (c *conn) handleSASL(xid int32, body []byte) (frame []byte, closeAfter bool
 	if c.sasl.Complete() {
 		id, _ := c.sasl.AuthorizationID()
 		c.addAuth(jute.Id{Scheme: schemeSASL, Id: id})
-		c.logger().Info("client authenticated by SASL", zap.String("user", id))
+		if g, ok := c.sasl.(*sasl.GSSAPIServer); ok {
+			c.logger().Info("client authenticated by SASL GSSAPI", zap.String("principal", g.Principal()), zap.String("user", id))
+		} else {
+			c.logger().Info("client authenticated by SASL", zap.String("user", id))
+		}
 		if cfg.SuperUser != "" && id == cfg.SuperUser {
 			c.addAuth(jute.Id{Scheme: schemeSuper, Id: ""})
 			c.logger().Info("client authenticated as superuser", zap.String("user", id))

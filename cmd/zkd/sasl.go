@@ -6,6 +6,9 @@ import (
 	"sort"
 	"strings"
 
+	krb5client "github.com/jcmturner/gokrb5/v8/client"
+	krb5config "github.com/jcmturner/gokrb5/v8/config"
+	"github.com/jcmturner/gokrb5/v8/keytab"
 	"go.uber.org/zap"
 
 	"github.com/zkd/zkd/server"
@@ -26,8 +29,9 @@ const (
 // zookeeper.superUser, zookeeper.allowSaslFailedClients,
 // zookeeper.SASLAuthenticationProvider.superPassword, enforce.auth and
 // sessionRequireClientSASLAuth. It returns the server's SASLConfig and
-// whether the sasl ACL scheme has a provider. Keys zkd cannot honour stop
-// it with an error naming them: Kerberos, quorum SASL,
+// whether the sasl ACL scheme has a provider. A Server section with
+// Krb5LoginModule makes it GSSAPI (kerberosConfig). Keys zkd cannot
+// honour stop it with an error naming them: quorum SASL,
 // zookeeper.letAnySaslUserDoX, unknown providers.
 func saslConfig(c *zooCfg, log *zap.Logger) (sc server.SASLConfig, saslScheme bool, err error) {
 	if err := refuseSASLKeys(c); err != nil {
@@ -62,12 +66,26 @@ func saslConfig(c *zooCfg, log *zap.Logger) (sc server.SASLConfig, saslScheme bo
 			return sc, false, fmt.Errorf("zkd: java.security.auth.login.config %s: %w", path, err)
 		}
 		if _, ok := jaas[section]; ok {
-			users, err := jaas.DigestUsers(section)
+			users, krb, err := jaas.ServerLogin(section)
 			if err != nil {
 				return sc, false, fmt.Errorf("zkd: java.security.auth.login.config %s: %w", path, err)
 			}
-			sc.Users = &sasl.Users{Passwords: users, SuperPassword: c.Props["zookeeper.SASLAuthenticationProvider.superPassword"]}
-			log.Info("SASL DIGEST-MD5 enabled", zap.String("jaas", path), zap.String("section", section), zap.Int("users", sc.Users.Len()))
+			if krb != nil {
+				if sc.Kerberos, err = kerberosConfig(c, krb); err != nil {
+					return sc, false, fmt.Errorf("zkd: java.security.auth.login.config %s, section %s: %w", path, section, err)
+				}
+				if len(users) > 0 {
+					log.Warn("JAAS server section logs a Kerberos principal in: SASL is GSSAPI only, its DIGEST-MD5 users are not served (as ZooKeeper)",
+						zap.String("jaas", path), zap.String("section", section))
+				}
+				log.Info("SASL GSSAPI (Kerberos) enabled", zap.String("jaas", path), zap.String("section", section),
+					zap.String("principal", sc.Kerberos.Principal), zap.String("keytab", krb.KeyTab),
+					zap.String("defaultRealm", sc.Kerberos.DefaultRealm),
+					zap.Bool("removeHostFromPrincipal", sc.Kerberos.RemoveHost), zap.Bool("removeRealmFromPrincipal", sc.Kerberos.RemoveRealm))
+			} else {
+				sc.Users = &sasl.Users{Passwords: users, SuperPassword: c.Props["zookeeper.SASLAuthenticationProvider.superPassword"]}
+				log.Info("SASL DIGEST-MD5 enabled", zap.String("jaas", path), zap.String("section", section), zap.Int("users", sc.Users.Len()))
+			}
 		} else {
 			// As ZooKeeper: a readable file without the section leaves
 			// SASL off (every sasl request fails), it does not stop the
@@ -98,6 +116,69 @@ func saslConfig(c *zooCfg, log *zap.Logger) (sc server.SASLConfig, saslScheme bo
 		}
 	}
 	return sc, providers["sasl"], nil
+}
+
+// kerberosConfig loads the keytab of a JAAS server section's
+// Krb5LoginModule and the settings that map principals to names:
+// zookeeper.kerberos.removeHostFromPrincipal and
+// removeRealmFromPrincipal ("true" exactly, as ZooKeeper reads them), and
+// the default realm of KerberosName's DEFAULT rule, from
+// java.security.krb5.realm or the krb5.conf Java would read
+// (java.security.krb5.conf, else /etc/krb5.conf).
+func kerberosConfig(c *zooCfg, login *sasl.Krb5Login) (*sasl.Kerberos, error) {
+	if v, ok := c.prop("security.auth_to_local"); ok && strings.TrimSpace(v) != "DEFAULT" {
+		return nil, fmt.Errorf("zookeeper.security.auth_to_local=%s: zkd implements the DEFAULT rule only", v)
+	}
+	kt, err := keytab.Load(login.KeyTab)
+	if err != nil {
+		return nil, fmt.Errorf("keyTab %s: %w", login.KeyTab, err)
+	}
+	k := &sasl.Kerberos{Principal: login.Principal, Keytab: kt}
+	conf, confSet := c.Props["java.security.krb5.conf"]
+	if !confSet {
+		conf = "/etc/krb5.conf"
+	}
+	kc, confErr := krb5config.Load(conf)
+	if confErr != nil && confSet {
+		return nil, fmt.Errorf("java.security.krb5.conf %s: %w", conf, confErr)
+	}
+	k.DefaultRealm = c.Props["java.security.krb5.realm"]
+	if k.DefaultRealm == "" && confErr == nil {
+		k.DefaultRealm = kc.LibDefaults.DefaultRealm
+	}
+	if !strings.Contains(k.Principal, "@") {
+		// Krb5LoginModule completes a principal with the default realm.
+		if k.DefaultRealm == "" {
+			return nil, fmt.Errorf("principal %s has no realm, and no default realm is configured (java.security.krb5.conf)", k.Principal)
+		}
+		k.Principal += "@" + k.DefaultRealm
+	}
+	if k.DefaultRealm == "" {
+		_, k.DefaultRealm, _ = strings.Cut(k.Principal, "@")
+	}
+	v, _ := c.prop("kerberos.removeHostFromPrincipal")
+	k.RemoveHost = v == "true"
+	v, _ = c.prop("kerberos.removeRealmFromPrincipal")
+	k.RemoveRealm = v == "true"
+	if err := k.Validate(); err != nil {
+		return nil, fmt.Errorf("keyTab %s: %w", login.KeyTab, err)
+	}
+	if login.IsInitiator {
+		// As Krb5LoginModule (isInitiator defaults to true): log the
+		// service principal in at the KDC, so a keytab of stale keys
+		// stops the server here rather than failing every client.
+		if confErr != nil {
+			return nil, fmt.Errorf("Kerberos login of %s needs a krb5.conf to find the KDC (-Djava.security.krb5.conf, or isInitiator=false): %s: %w", k.Principal, conf, confErr)
+		}
+		name, realm, _ := strings.Cut(k.Principal, "@")
+		cl := krb5client.NewWithKeytab(name, realm, kt, kc, krb5client.DisablePAFXFAST(true))
+		err := cl.Login()
+		cl.Destroy()
+		if err != nil {
+			return nil, fmt.Errorf("Kerberos login of %s with keyTab %s failed (the KDC refused the keytab's keys, or cannot be reached; ZooKeeper refuses to start the same way): %w", k.Principal, login.KeyTab, err)
+		}
+	}
+	return k, nil
 }
 
 // refuseSASLKeys stops zkd on SASL settings it does not implement.

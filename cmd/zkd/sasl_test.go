@@ -24,7 +24,8 @@ func TestSASLConfig(t *testing.T) {
 	}
 	digest := write("digest.conf", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob="pw"; };
 ZkCustom { org.apache.zookeeper.server.auth.DigestLoginModule required user_amy="pw2"; };`)
-	krb := write("krb.conf", `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k" principal="zookeeper/h@R"; };`)
+	krb := write("krb.conf", `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="`+dir+`/none.keytab" principal="zookeeper/h@R"; };`)
+	krbCache := write("krbcache.conf", `Server { com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true principal="zookeeper/h@R"; };`)
 	broken := write("broken.conf", `Server { org.apache.zookeeper.server.auth.DigestLoginModule required user_bob="pw" };`)
 	const saslProv = "authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider\n"
 
@@ -43,7 +44,9 @@ ZkCustom { org.apache.zookeeper.server.auth.DigestLoginModule required user_amy=
 		{name: "missing section leaves SASL off", jvm: "-Djava.security.auth.login.config=" + digest + " -Dzookeeper.sasl.serverconfig=Nope"},
 		{name: "missing file", jvm: "-Djava.security.auth.login.config=" + dir + "/none.conf", err: "java.security.auth.login.config"},
 		{name: "syntax error", jvm: "-Djava.security.auth.login.config=" + broken, err: "broken.conf: sasl: JAAS configuration line 1"},
-		{name: "kerberos refused", jvm: "-Djava.security.auth.login.config=" + krb, err: "Kerberos (GSSAPI) is not implemented"},
+		{name: "kerberos keytab missing", jvm: "-Djava.security.auth.login.config=" + krb, err: "section Server: keyTab " + dir + "/none.keytab: open"},
+		{name: "kerberos from a ticket cache refused", jvm: "-Djava.security.auth.login.config=" + krbCache, err: "zkd takes a server's Kerberos keys from a keytab only"},
+		{name: "auth_to_local rules refused", jvm: "-Djava.security.auth.login.config=" + krb + " -Dzookeeper.security.auth_to_local=RULE:[1:$1]", err: "zkd implements the DEFAULT rule only"},
 		{name: "enforce", cfg: saslProv + "enforce.auth.enabled=true\nenforce.auth.schemes=sasl, digest\n", scheme: true, enforce: []string{"sasl", "digest"}},
 		{name: "enforce without schemes", cfg: "enforce.auth.enabled=true\n", err: "zookeeper.enforce.auth.schemes must be configured"},
 		{name: "enforce without provider", cfg: "enforce.auth.enabled=true\nenforce.auth.schemes=sasl\n", err: "authentication scheme sasl is not available"},

@@ -95,6 +95,8 @@ var zooCfgKeys = func() []zooCfgKey {
 		{"authProvider.N", honoured}, {"superUser", honoured},
 		{"SASLAuthenticationProvider.superPassword", honoured}, {"sasl.serverconfig", honoured},
 		{"allowSaslFailedClients", honoured}, {"sessionRequireClientSASLAuth", honoured},
+		{"kerberos.removeHostFromPrincipal", honoured}, {"kerberos.removeRealmFromPrincipal", honoured},
+		{"security.auth_to_local", honoured},
 		{"enforce.auth.enabled", honoured}, {"enforce.auth.schemes", honoured},
 		{"nio.sessionlessCnxnTimeout", honoured}, {"client.portUnification", honoured},
 		{"sslQuorum", honoured}, {"admin.forceHttps", honoured}, {"admin.portUnification", honoured},

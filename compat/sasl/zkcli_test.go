@@ -54,10 +54,16 @@ func TestIntegration_SASLJavaClient(t *testing.T) {
 // zkCli runs `zkCli.sh -server addr whoami` with the JAAS file jaas.
 func zkCli(t *testing.T, addr, jaas string) string {
 	t.Helper()
+	return zkCliFlags(t, addr, "-Djava.security.auth.login.config="+jaas)
+}
+
+// zkCliFlags runs `zkCli.sh -server addr whoami` with java flags.
+func zkCliFlags(t *testing.T, addr, flags string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, zkCliPath, "-server", addr, "whoami")
-	cmd.Env = append(os.Environ(), "CLIENT_JVMFLAGS=-Djava.security.auth.login.config="+jaas+" -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+	cmd.Env = append(os.Environ(), "CLIENT_JVMFLAGS="+flags+" -XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		t.Fatalf("zkCli.sh timed out: %s", out)

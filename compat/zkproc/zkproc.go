@@ -211,6 +211,35 @@ func startStandalone(t testing.TB, kind Kind, opts Options) *Server {
 	}
 }
 
+// StartRefused starts a standalone server of kind that must refuse to
+// start: it fails the test if the server comes up, and returns its log
+// once the process has exited.
+func StartRefused(t testing.TB, kind Kind, opts Options) string {
+	t.Helper()
+	if kind == KindZooKeeper {
+		RequireZooKeeper(t)
+	}
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	s := newServer(t, kind, opts)
+	if err := writeConfig(s, opts, nil, 0); err != nil {
+		t.Fatalf("zkproc: %v", err)
+	}
+	if err := s.prepare(t, opts); err != nil {
+		t.Fatalf("zkproc: %v", err)
+	}
+	if err := s.start(); err != nil {
+		t.Fatalf("zkproc: %v", err)
+	}
+	err := s.waitReady()
+	if err == nil || !strings.HasPrefix(err.Error(), "process exited") {
+		s.Kill()
+		t.Fatalf("zkproc: %s on %s started (%v), want a refusal:\n%s", kind, s.Addr, err, s.logTail(8<<10))
+	}
+	return s.Log()
+}
+
 func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 	t.Helper()
 	if n < 1 {

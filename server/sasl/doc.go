@@ -19,6 +19,21 @@
 // "DIGEST-MD5:" as Java's are; the caller (server) answers it the way
 // ZooKeeper does (AuthFailed, then the connection closes).
 //
-// GSSAPI (Kerberos) is not implemented: ParseJAAS callers refuse a login
-// section that names Krb5LoginModule.
+// GSSAPI (Kerberos V5, RFC 4752) is GSSAPIServer: a JAAS section with
+// Krb5LoginModule (ServerLogin) names the service principal
+// service/host@REALM and its keytab (Kerberos). The client's AP-REQ is
+// verified against the keytab, an AP-REP answers when the client asks for
+// mutual authentication, then the server offers in an RFC 4121 wrap token
+// no security layer (auth only, as ZooKeeper's SaslServer), and the
+// client's wrapped answer must choose it:
+//
+//	client: GSS initial context token (AP-REQ)
+//	server: AP-REP                     (if mutual authentication was asked)
+//	client: (empty token)              (only after an AP-REP)
+//	server: wrap([01 00 00 00])        (no security layer, max size 0)
+//	client: wrap([01 xx xx xx] authzid)
+//	server: (done: the principal, mapped by Kerberos.MapName)
+//
+// The Kerberos messages, keytab and crypto are github.com/jcmturner/gokrb5.
+// Encryption types of RFC 1964 tokens (DES, RC4) are refused.
 package sasl

@@ -32,7 +32,7 @@ type JAAS map[string][]LoginModule
 const (
 	// DigestLoginModule holds DIGEST-MD5 users as user_<name> options.
 	DigestLoginModule = "org.apache.zookeeper.server.auth.DigestLoginModule"
-	// Krb5LoginModule is Kerberos (GSSAPI), which zkd does not implement.
+	// Krb5LoginModule is Kerberos (GSSAPI).
 	Krb5LoginModule = "com.sun.security.auth.module.Krb5LoginModule"
 )
 
@@ -130,23 +130,44 @@ func ParseJAAS(text string, props map[string]string) (JAAS, error) {
 	}
 }
 
-// DigestUsers returns the DIGEST-MD5 users of section name, as
-// ZooKeeper's SaslServerCallbackHandler collects them: every user_<name>
-// option of the section's modules. A section naming Krb5LoginModule
-// (GSSAPI) or any module zkd cannot run is an error naming it.
-func (j JAAS) DigestUsers(name string) (map[string]string, error) {
+// Krb5Login is the service side of a JAAS section's Krb5LoginModule:
+// where the service principal's keys are.
+type Krb5Login struct {
+	// Principal is the principal option, service/host@REALM.
+	Principal string
+	// KeyTab is the keyTab option, a keytab file's path.
+	KeyTab string
+	// IsInitiator is the isInitiator option (default true): the login
+	// gets a TGT from the KDC, which proves the keytab's keys at start.
+	IsInitiator bool
+}
+
+// ServerLogin returns what section name configures for a server: the
+// DIGEST-MD5 users of every user_<name> option (as ZooKeeper's
+// SaslServerCallbackHandler collects them), and, when a module is
+// Krb5LoginModule, its keytab and principal. ZooKeeper serves GSSAPI
+// alone when the section logs a Kerberos principal in, so a caller given
+// a Krb5Login serves GSSAPI and no DIGEST-MD5 user. A Krb5LoginModule
+// that does not take its keys from a keytab (useKeyTab=true, storeKey=true,
+// keyTab, principal), or a module zkd cannot run, is an error naming it.
+func (j JAAS) ServerLogin(name string) (users map[string]string, krb *Krb5Login, err error) {
 	mods, ok := j[name]
 	if !ok {
-		return nil, fmt.Errorf("sasl: no JAAS section named %q", name)
+		return nil, nil, fmt.Errorf("sasl: no JAAS section named %q", name)
 	}
-	users := map[string]string{}
+	users = map[string]string{}
 	for _, m := range mods {
 		switch m.Class {
 		case DigestLoginModule:
 		case Krb5LoginModule:
-			return nil, fmt.Errorf("sasl: JAAS section %s uses %s: Kerberos (GSSAPI) is not implemented by zkd; only %s (DIGEST-MD5) is", name, m.Class, DigestLoginModule)
+			if krb != nil {
+				return nil, nil, fmt.Errorf("sasl: JAAS section %s names %s twice", name, m.Class)
+			}
+			if krb, err = krb5Login(name, m); err != nil {
+				return nil, nil, err
+			}
 		default:
-			return nil, fmt.Errorf("sasl: JAAS section %s uses login module %s, which zkd does not implement; only %s (DIGEST-MD5) is", name, m.Class, DigestLoginModule)
+			return nil, nil, fmt.Errorf("sasl: JAAS section %s uses login module %s, which zkd does not implement; only %s (DIGEST-MD5) and %s (Kerberos, from a keytab) are", name, m.Class, DigestLoginModule, Krb5LoginModule)
 		}
 		for _, kv := range m.Options {
 			if u, ok := strings.CutPrefix(kv[0], "user_"); ok {
@@ -154,7 +175,23 @@ func (j JAAS) DigestUsers(name string) (map[string]string, error) {
 			}
 		}
 	}
-	return users, nil
+	return users, krb, nil
+}
+
+// krb5Login checks the options of a server's Krb5LoginModule.
+func krb5Login(section string, m LoginModule) (*Krb5Login, error) {
+	for _, o := range []string{"useKeyTab", "storeKey"} {
+		if v, _ := m.Option(o); !strings.EqualFold(v, "true") {
+			return nil, fmt.Errorf("sasl: JAAS section %s: %s needs %s=true: zkd takes a server's Kerberos keys from a keytab only (useKeyTab=true storeKey=true keyTab=... principal=...)", section, m.Class, o)
+		}
+	}
+	kt, _ := m.Option("keyTab")
+	p, _ := m.Option("principal")
+	if kt == "" || p == "" {
+		return nil, fmt.Errorf("sasl: JAAS section %s: %s needs keyTab and principal options", section, m.Class)
+	}
+	init, _ := m.Option("isInitiator")
+	return &Krb5Login{Principal: p, KeyTab: kt, IsInitiator: !strings.EqualFold(init, "false")}, nil
 }
 
 // expand replaces ${name} with props[name].

@@ -13,7 +13,8 @@ func TestParseJAAS(t *testing.T) {
 		text    string
 		section string
 		users   map[string]string
-		err     string // from ParseJAAS or DigestUsers
+		krb     *Krb5Login
+		err     string // from ParseJAAS or ServerLogin
 	}{
 		{
 			name: "zookeeper docs",
@@ -61,7 +62,26 @@ Server {
   storeKey=true principal="zookeeper/host@EXAMPLE.COM";
 };`,
 			section: "Server",
-			err:     "Kerberos (GSSAPI) is not implemented",
+			users:   map[string]string{},
+			krb:     &Krb5Login{Principal: "zookeeper/host@EXAMPLE.COM", KeyTab: "/etc/zk.keytab", IsInitiator: true},
+		},
+		{
+			name:    "kerberos from a ticket cache",
+			text:    `Server { com.sun.security.auth.module.Krb5LoginModule required useTicketCache=true storeKey=true principal="zookeeper/h@R"; };`,
+			section: "Server",
+			err:     "needs useKeyTab=true: zkd takes a server's Kerberos keys from a keytab only",
+		},
+		{
+			name:    "kerberos without storeKey",
+			text:    `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true keyTab="/k" principal="zookeeper/h@R"; };`,
+			section: "Server",
+			err:     "needs storeKey=true",
+		},
+		{
+			name:    "kerberos without principal",
+			text:    `Server { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="/k"; };`,
+			section: "Server",
+			err:     "needs keyTab and principal options",
 		},
 		{
 			name:    "unknown module",
@@ -83,8 +103,9 @@ Server {
 		t.Run(tt.name, func(t *testing.T) {
 			j, err := ParseJAAS(tt.text, props)
 			var users map[string]string
+			var krb *Krb5Login
 			if err == nil {
-				users, err = j.DigestUsers(tt.section)
+				users, krb, err = j.ServerLogin(tt.section)
 			}
 			if tt.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.err) {
@@ -98,6 +119,9 @@ Server {
 			if !maps.Equal(users, tt.users) {
 				t.Fatalf("users = %v, want %v", users, tt.users)
 			}
+			if (krb == nil) != (tt.krb == nil) || krb != nil && *krb != *tt.krb {
+				t.Fatalf("Krb5Login = %+v, want %+v", krb, tt.krb)
+			}
 		})
 	}
 }
@@ -110,7 +134,7 @@ func FuzzParseJAAS(f *testing.F) {
 		j, err := ParseJAAS(s, map[string]string{"p": "v"})
 		if err == nil {
 			for name := range j {
-				j.DigestUsers(name)
+				j.ServerLogin(name)
 			}
 		}
 	})
