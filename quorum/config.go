@@ -167,6 +167,14 @@ type Config struct {
 	// this member dial the others in plaintext though PeerTLS is set for
 	// its listeners. It needs PortUnification.
 	DialPlaintext bool
+	// PeerAuth, when set (quorum.auth.enableSasl=true), runs ZooKeeper's
+	// quorum SASL on member connections, inside TLS when PeerTLS is set:
+	// this member authenticates on the connections it dials when
+	// PeerAuth.Learner gives a client (quorum.auth.learnerRequireSasl),
+	// and checks those that authenticate on the connections it accepts,
+	// refusing those that do not when PeerAuth.Required
+	// (quorum.auth.serverRequireSasl). Default nil: no quorum SASL.
+	PeerAuth PeerAuth
 	// Logger receives the package's logs. Default: no logs.
 	Logger *zap.Logger
 }

@@ -144,7 +144,7 @@ func (f *forwarder) dial(leader raft.ServerID) *fconn {
 	if !ok {
 		return nil
 	}
-	nc, err := f.m.dialPeer(p.ElectionAddr(), f.m.timing.HoldTimeout)
+	nc, err := f.m.dialMember(p.ElectionAddr(), "election", f.m.timing.HoldTimeout)
 	if err != nil {
 		f.log().Debug("forward dial failed", zap.String("peer", p.ElectionAddr()), zap.Error(err))
 		return nil

@@ -15,8 +15,25 @@ import (
 	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
+	"github.com/zkd/zkd/quorum/quorumauth"
 	"github.com/zkd/zkd/zab/tlsconf"
 )
+
+// PeerAuth is quorum SASL between members (ZooKeeper's quorum.auth.*
+// keys, package quorumauth's exchange); package cmd/zkd implements it with
+// server/sasl's DIGEST-MD5.
+type PeerAuth interface {
+	// Learner returns the client for a connection this member dials, or
+	// nil when it does not authenticate (learnerRequireSasl=false).
+	Learner() quorumauth.Client
+	// Server returns the server for a connection that authenticates to
+	// this member.
+	Server() quorumauth.Server
+	// Required reports whether a member that does not authenticate, or
+	// fails to, is refused (serverRequireSasl=true); otherwise it is let
+	// through, as in ZooKeeper's rolling enablement.
+	Required() bool
+}
 
 // PeerTLS is the mutual TLS members speak to each other when sslQuorum is
 // on (ZooKeeper's ssl.quorum.* keys): the raft transport on the quorum
@@ -177,6 +194,41 @@ func (m *Member) admit(raw net.Conn, port string) (net.Conn, error) {
 	case pt != nil:
 		m.log.Info("accepted plaintext member connection (portUnification=true)", zap.String("from", from), zap.String("port", port))
 	}
+	if m.cfg.PeerAuth != nil {
+		return m.checkAuth(raw, conn, from, port)
+	}
+	return conn, nil
+}
+
+// checkAuth runs the server side of quorum SASL on conn, accepted from a
+// member on port: a member that authenticates is checked, one that fails
+// is refused; one that does not try is let through unless
+// PeerAuth.Required. raw is the TCP connection, for its deadline.
+func (m *Member) checkAuth(raw, conn net.Conn, from, port string) (net.Conn, error) {
+	pa := m.cfg.PeerAuth
+	raw.SetDeadline(time.Now().Add(max(m.timing.TransportTimeout, 10*time.Second)))
+	defer raw.SetDeadline(time.Time{})
+	var first [8]byte
+	if _, err := io.ReadFull(conn, first[:]); err != nil {
+		raw.Close()
+		return nil, err // a liveness probe, or a dial given up
+	}
+	if !quorumauth.IsAuth(first) {
+		if pa.Required() {
+			m.refuse(from, port, "the member did not authenticate by quorum SASL, and quorum.auth.serverRequireSasl=true here: "+
+				"give it quorum.auth.enableSasl=true and quorum.auth.learnerRequireSasl=true", nil)
+			raw.Close()
+			return nil, errRefused
+		}
+		return tlsconf.WithPrefix(conn, first[:]), nil
+	}
+	id, err := quorumauth.Serve(conn, from, pa.Server())
+	if err != nil {
+		m.refuse(from, port, "quorum SASL failed: the member's JAAS QuorumLearner credentials are not in this member's QuorumServer section", err)
+		raw.Close()
+		return nil, errRefused
+	}
+	m.log.Debug("member authenticated by quorum SASL", zap.String("from", from), zap.String("port", port), zap.String("id", id))
 	return conn, nil
 }
 
@@ -192,8 +244,14 @@ const refusalEvery = 10 * time.Second
 // refuse logs that a connection from a member was refused on port, for
 // why (a fixed text) and err (its detail, may be nil).
 func (m *Member) refuse(from, port, why string, err error) {
+	m.warnPeer(from, port, "refused a member connection on the "+port+" port: "+why, err)
+}
+
+// warnPeer logs msg about the member at addr on port at warn, once per
+// host, port and msg every refusalEvery.
+func (m *Member) warnPeer(from, port, msg string, err error) {
 	host, _, _ := net.SplitHostPort(from)
-	key := host + "\x00" + port + "\x00" + why
+	key := host + "\x00" + port + "\x00" + msg
 	now := time.Now()
 	r := &m.refusals
 	r.mu.Lock()
@@ -213,11 +271,11 @@ func (m *Member) refuse(from, port, why string, err error) {
 	}
 	r.last[key] = now
 	r.mu.Unlock()
-	fields := []zap.Field{zap.String("from", from)}
+	fields := []zap.Field{zap.String("member", from)}
 	if err != nil {
 		fields = append(fields, zap.Error(err))
 	}
-	m.log.Warn("refused a member connection on the "+port+" port: "+why, fields...)
+	m.log.Warn(msg, fields...)
 }
 
 // peerStream is raft's stream layer on the quorum port: accepted
@@ -232,7 +290,7 @@ func (s *peerStream) Addr() net.Addr { return s.advertise }
 
 // Dial opens a connection to a peer's quorum port.
 func (s *peerStream) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return s.m.dialPeer(string(addr), timeout)
+	return s.m.dialMember(string(addr), "quorum", timeout)
 }
 
 // dialTLS dials addr and completes the handshake within timeout, so a
@@ -266,6 +324,28 @@ func (m *Member) dialPeer(addr string, timeout time.Duration) (net.Conn, error) 
 		return net.DialTimeout("tcp", addr, timeout)
 	}
 	return dialTLS(m.cfg.PeerTLS, addr, timeout)
+}
+
+// dialMember opens a member connection to addr on port ("quorum" or
+// "election"): dialPeer, then quorum SASL when PeerAuth asks this member
+// to authenticate. A failed exchange is logged once per refusalEvery.
+func (m *Member) dialMember(addr, port string, timeout time.Duration) (net.Conn, error) {
+	c, err := m.dialPeer(addr, timeout)
+	if err != nil || m.cfg.PeerAuth == nil {
+		return c, err
+	}
+	lc := m.cfg.PeerAuth.Learner()
+	if lc == nil {
+		return c, nil
+	}
+	c.SetDeadline(time.Now().Add(timeout))
+	if err := quorumauth.Learn(c, addr, lc); err != nil {
+		c.Close()
+		m.warnPeer(addr, port, "quorum SASL to the member on its "+port+" port failed: it refused this member's JAAS QuorumLearner credentials, or does not take quorum SASL", err)
+		return nil, err
+	}
+	c.SetDeadline(time.Time{})
+	return c, nil
 }
 
 // transport returns the raft transport on the quorum address: raft's

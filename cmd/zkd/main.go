@@ -171,6 +171,9 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	if err = quorumTLS(c, &qc, log); err != nil {
 		return qc, nc, sc, err
 	}
+	if err = quorumSASL(c, &qc, log); err != nil {
+		return qc, nc, sc, err
+	}
 	qc.Logger = log.Named("quorum")
 	if err := qc.Validate(); err != nil {
 		return qc, nc, sc, fmt.Errorf("zkd: %w", err)

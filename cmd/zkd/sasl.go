@@ -31,7 +31,7 @@ const (
 // sessionRequireClientSASLAuth. It returns the server's SASLConfig and
 // whether the sasl ACL scheme has a provider. A Server section with
 // Krb5LoginModule makes it GSSAPI (kerberosConfig). Keys zkd cannot
-// honour stop it with an error naming them: quorum SASL,
+// honour stop it with an error naming them:
 // zookeeper.letAnySaslUserDoX, unknown providers.
 func saslConfig(c *zooCfg, log *zap.Logger) (sc server.SASLConfig, saslScheme bool, err error) {
 	if err := refuseSASLKeys(c); err != nil {
@@ -183,11 +183,6 @@ func kerberosConfig(c *zooCfg, login *sasl.Krb5Login) (*sasl.Kerberos, error) {
 
 // refuseSASLKeys stops zkd on SASL settings it does not implement.
 func refuseSASLKeys(c *zooCfg) error {
-	for _, k := range []string{"quorum.auth.enableSasl", "quorum.auth.learnerRequireSasl", "quorum.auth.serverRequireSasl"} {
-		if c.propBool(k) {
-			return fmt.Errorf("zkd: %s=true: SASL between ensemble members is not implemented by zkd (members authenticate with sslQuorum)", k)
-		}
-	}
 	if v, ok := c.prop("zookeeper.letAnySaslUserDoX"); ok {
 		return fmt.Errorf("zkd: zookeeper.letAnySaslUserDoX=%s is not implemented by zkd", v)
 	}

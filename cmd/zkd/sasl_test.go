@@ -53,8 +53,6 @@ ZkCustom { org.apache.zookeeper.server.auth.DigestLoginModule required user_amy=
 		{name: "sessionRequireClientSASLAuth", cfg: saslProv + "sessionRequireClientSASLAuth=true\n", scheme: true, enforce: []string{"sasl"}},
 		{name: "sessionRequireClientSASLAuth without provider", jvm: "-Dzookeeper.sessionRequireClientSASLAuth=true", err: "scheme sasl is not available"},
 		{name: "unknown provider", cfg: "authProvider.2=com.example.Ldap\n", err: "zookeeper.authProvider.2=com.example.Ldap: authentication provider not implemented"},
-		{name: "quorum sasl", cfg: "quorum.auth.enableSasl=true\n", err: "quorum.auth.enableSasl=true: SASL between ensemble members is not implemented"},
-		{name: "quorum sasl off", cfg: "quorum.auth.enableSasl=false\n"},
 		{name: "letAnySaslUserDoX", jvm: "-Dzookeeper.letAnySaslUserDoX=anyone", err: "zookeeper.letAnySaslUserDoX=anyone is not implemented"},
 	}
 	for _, tt := range tests {

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkd/zkd/quorum"
 	"github.com/zkd/zkd/zab/tlsconf/tlstest"
 )
 
@@ -36,8 +37,8 @@ func TestSecurityKeys(t *testing.T) {
 	}{
 		{"sslQuorum without stores", "sslQuorum=true\n", nil, "ssl.quorum.keyStore.location"},
 		{"sslQuorum off", "sslQuorum=false\n", nil, ""},
-		{"quorum sasl", "quorum.auth.enableSasl=true\n", nil, "quorum.auth.enableSasl"},
-		{"quorum sasl flag", "", []string{"SERVER_JVMFLAGS=-Dzookeeper.quorum.auth.learnerRequireSasl=true"}, "quorum.auth.learnerRequireSasl"},
+		{"quorum sasl without a JAAS file", "quorum.auth.enableSasl=true\n", nil, "quorum.auth.enableSasl=true needs a JAAS file"},
+		{"quorum sasl learner flag without enableSasl", "", []string{"SERVER_JVMFLAGS=-Dzookeeper.quorum.auth.learnerRequireSasl=true"}, ""},
 		{"quorum portUnification without stores", "portUnification=true\n", nil, "portUnification=true needs ssl.quorum.keyStore.location"},
 		{"quorum portUnification off", "portUnification=false\n", nil, ""},
 		{"admin https without key store", "admin.forceHttps=true\n", nil, "ssl.quorum.keyStore.location"},
@@ -197,6 +198,65 @@ func TestQuorumTLSModes(t *testing.T) {
 			if (qc.PeerTLS != nil) != tc.peerTLS || qc.PortUnification != tc.unified || qc.DialPlaintext != tc.dialPlain {
 				t.Fatalf("PeerTLS set %v, PortUnification %v, DialPlaintext %v; want %v, %v, %v",
 					qc.PeerTLS != nil, qc.PortUnification, qc.DialPlaintext, tc.peerTLS, tc.unified, tc.dialPlain)
+			}
+		})
+	}
+}
+
+// TestQuorumSASLConfig: quorum.auth.enableSasl reads the JAAS file's
+// QuorumServer users and QuorumLearner credentials (or the sections the
+// saslLoginContext keys name) into the member's PeerAuth, with
+// learnerRequireSasl and serverRequireSasl; a missing section, a learner
+// without a password and Kerberos stop zkd with an error naming them.
+func TestQuorumSASLConfig(t *testing.T) {
+	dir := t.TempDir()
+	jaas := filepath.Join(dir, "jaas.conf")
+	if err := os.WriteFile(jaas, []byte(`QuorumServer { org.apache.zookeeper.server.auth.DigestLoginModule required user_learner="s3cret" user_other="x"; };
+QuorumLearner { org.apache.zookeeper.server.auth.DigestLoginModule required username="learner" password="s3cret"; };
+NoPassword { org.apache.zookeeper.server.auth.DigestLoginModule required username="learner"; };
+KrbServer { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true keyTab="/none.keytab" principal="zkquorum/localhost@R"; };
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	flags := "SERVER_JVMFLAGS=-Djava.security.auth.login.config=" + jaas
+	tests := []struct {
+		name, cfg      string
+		wantErr        string
+		learn, require bool
+	}{
+		{"enabled", "quorum.auth.enableSasl=true\n", "", false, false},
+		{"learner", "quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\n", "", true, false},
+		{"required", "quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\nquorum.auth.serverRequireSasl=true\n", "", true, true},
+		{"missing section", "quorum.auth.enableSasl=true\nquorum.auth.learner.saslLoginContext=Nope\n", "has no Nope section", false, false},
+		{"no password", "quorum.auth.enableSasl=true\nquorum.auth.learner.saslLoginContext=NoPassword\n", "needs username and password", false, false},
+		{"kerberos", "quorum.auth.enableSasl=true\nquorum.auth.server.saslLoginContext=KrbServer\n", "Kerberos quorum SASL is not implemented", false, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := cfgFrom(t, tc.cfg, flags)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var qc quorum.Config
+			err = quorumSASL(c, &qc, zap.NewNop())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			pa, ok := qc.PeerAuth.(*peerAuth)
+			if !ok {
+				t.Fatalf("PeerAuth = %T", qc.PeerAuth)
+			}
+			if pa.user != "learner" || pa.password != "s3cret" || pa.users.Passwords["other"] != "x" || pa.learn != tc.learn || pa.require != tc.require {
+				t.Errorf("PeerAuth = %+v", pa)
+			}
+			if (pa.Learner() != nil) != tc.learn {
+				t.Errorf("Learner() = %v with learnerRequireSasl=%v", pa.Learner(), tc.learn)
 			}
 		})
 	}

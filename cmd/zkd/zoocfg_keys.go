@@ -102,8 +102,9 @@ var zooCfgKeys = func() []zooCfgKey {
 		{"sslQuorum", honoured}, {"admin.forceHttps", honoured}, {"admin.portUnification", honoured},
 		{"serverCnxnFactory", noEffect},
 		{"admin.needClientAuth", refused}, {"letAnySaslUserDoX", refused},
-		{"quorum.auth.enableSasl", refused}, {"quorum.auth.learnerRequireSasl", refused},
-		{"quorum.auth.serverRequireSasl", refused},
+		{"quorum.auth.enableSasl", honoured}, {"quorum.auth.learnerRequireSasl", honoured},
+		{"quorum.auth.serverRequireSasl", honoured},
+		{"quorum.auth.learner.saslLoginContext", honoured}, {"quorum.auth.server.saslLoginContext", honoured},
 	}
 	for _, prefix := range []string{"ssl.", "ssl.quorum."} {
 		for _, k := range sslKeys {

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/zkd/zkd/quorum/quorumauth"
 	"github.com/zkd/zkd/zab/zkformat"
 )
 
@@ -57,7 +58,7 @@ type Config struct {
 	// follower starts on each connection to a leader, before anything
 	// else (quorum.auth.enableSasl with learnerRequireSasl, ZooKeeper's
 	// QuorumLearner login). Nil: no quorum SASL.
-	SASL func() SASLClient
+	SASL func() quorumauth.Client
 }
 
 // Validate names the first bad field.
@@ -211,7 +212,7 @@ func (f *Follower) Run(ctx context.Context) error {
 			}
 			f.mu.Unlock()
 			var he *handshakeError
-			var qe *quorumAuthError
+			var qe *quorumauth.Error
 			switch {
 			case wasLeader:
 				f.log.Warn("lost the ZooKeeper leader", zap.String("peer", addr), zap.Error(err))
@@ -323,7 +324,7 @@ func (f *Follower) followOnce(ctx context.Context, addr string) error {
 	defer stop()
 	defer nc.Close()
 	if f.cfg.SASL != nil {
-		if err := authenticate(conn, addr, f.cfg.SASL()); err != nil {
+		if err := quorumauth.Learn(conn, addr, f.cfg.SASL()); err != nil {
 			return err
 		}
 		f.log.Info("authenticated to the ZooKeeper leader by quorum SASL", zap.String("peer", addr))

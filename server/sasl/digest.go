@@ -33,20 +33,33 @@ var ErrNotComplete = errors.New("DIGEST-MD5: authentication not completed")
 // Server is one connection's DIGEST-MD5 exchange, server side. It is not
 // safe for concurrent use; the connection's reader owns it.
 type Server struct {
-	users Users
-	rand  io.Reader
-	step  int // 0 before the challenge, 1 after it, 2 when complete, 3 failed
-	nonce string
-	authz string
+	users      Users
+	protocol   string // digest-uri's serv-type
+	serverName string // digest-uri's host and the only realm
+	rand       io.Reader
+	step       int // 0 before the challenge, 1 after it, 2 when complete, 3 failed
+	nonce      string
+	authz      string
 }
 
 // NewServer starts an exchange that authenticates against users. random
 // supplies the nonce; nil means crypto/rand.
 func NewServer(users Users, random io.Reader) *Server {
+	return newServer(Protocol, Realm, users, random)
+}
+
+// NewQuorumServer starts an exchange on a member's quorum port, as
+// ZooKeeper's SaslQuorumAuthServer runs it: digest-uri
+// zookeeper-quorum/zk-quorum-sasl-md5, realm zk-quorum-sasl-md5.
+func NewQuorumServer(users Users, random io.Reader) *Server {
+	return newServer(QuorumProtocol, QuorumRealm, users, random)
+}
+
+func newServer(protocol, serverName string, users Users, random io.Reader) *Server {
 	if random == nil {
 		random = rand.Reader
 	}
-	return &Server{users: users, rand: random}
+	return &Server{users: users, protocol: protocol, serverName: serverName, rand: random}
 }
 
 // Complete reports whether a client has authenticated.
@@ -82,7 +95,7 @@ func (s *Server) Evaluate(token []byte) ([]byte, error) {
 		}
 		s.nonce = base64.StdEncoding.EncodeToString(raw[:])
 		s.step = 1
-		return []byte(`realm="` + Realm + `",nonce="` + s.nonce + `",charset=utf-8,algorithm=md5-sess`), nil
+		return []byte(`realm="` + s.serverName + `",nonce="` + s.nonce + `",charset=utf-8,algorithm=md5-sess`), nil
 	case 1:
 		rsp, err := s.validate(token)
 		if err != nil {
@@ -121,7 +134,7 @@ func (s *Server) validate(token []byte) ([]byte, error) {
 	if !ok {
 		return nil, violation("Missing username.")
 	}
-	if d["realm"] != Realm {
+	if d["realm"] != s.serverName {
 		return nil, violation("Nonexistent realm: %q", d["realm"])
 	}
 	if d["nonce"] != s.nonce {
@@ -145,8 +158,8 @@ func (s *Server) validate(token []byte) ([]byte, error) {
 	if !ok {
 		return nil, violation("Missing digest-uri.")
 	}
-	if !validURI(uri) {
-		return nil, violation("Mismatched URI: %s; expected: %s/%s", uri, Protocol, Realm)
+	if !validURI(uri, s.protocol, s.serverName) {
+		return nil, violation("Mismatched URI: %s; expected: %s/%s", uri, s.protocol, s.serverName)
 	}
 	got, ok := d["response"]
 	if !ok {
@@ -154,10 +167,10 @@ func (s *Server) validate(token []byte) ([]byte, error) {
 	}
 	password, ok := s.users.password(user)
 	if !ok {
-		return nil, fmt.Errorf("DIGEST-MD5: cannot acquire password for %s in realm : %s", user, Realm)
+		return nil, fmt.Errorf("DIGEST-MD5: cannot acquire password for %s in realm : %s", user, s.serverName)
 	}
 	authzid, hasAuthz := d["authzid"]
-	p := params{user: user, realm: Realm, password: password, nonce: s.nonce, cnonce: cnonce,
+	p := params{user: user, realm: s.serverName, password: password, nonce: s.nonce, cnonce: cnonce,
 		nc: "00000001", qop: qop, uri: uri, authzid: authzid, hasAuthzid: hasAuthz}
 	want := p.response("AUTHENTICATE")
 	if subtle.ConstantTimeCompare([]byte(want), []byte(got)) != 1 {
@@ -168,13 +181,13 @@ func (s *Server) validate(token []byte) ([]byte, error) {
 }
 
 // validURI reports whether a digest-uri is serv-type "/" host ["/" serv-name]
-// with ZooKeeper's protocol and server name (case-insensitive, as Java).
-func validURI(uri string) bool {
+// with the given protocol and server name (case-insensitive, as Java).
+func validURI(uri, protocol, serverName string) bool {
 	parts := strings.Split(uri, "/")
 	if len(parts) < 2 || len(parts) > 3 {
 		return false
 	}
-	return strings.EqualFold(parts[0], Protocol) && strings.EqualFold(parts[1], Realm)
+	return strings.EqualFold(parts[0], protocol) && strings.EqualFold(parts[1], serverName)
 }
 
 // params are the inputs of RFC 2831's response-value.

@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -226,4 +227,54 @@ func FuzzDirectives(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestQuorumDigest: the quorum client and server (digest-uri
+// zookeeper-quorum/zk-quorum-sasl-md5) authenticate each other, and
+// neither is taken for its client-port counterpart.
+func TestQuorumDigest(t *testing.T) {
+	users := Users{Passwords: map[string]string{"learner": "quorum-secret"}}
+	exchange := func(c *Client, s *Server) error {
+		ch, err := s.Evaluate(c.First())
+		if err != nil {
+			return err
+		}
+		rsp, err := c.Evaluate(ch)
+		if err != nil {
+			return err
+		}
+		auth, err := s.Evaluate(rsp)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Evaluate(auth); err != nil {
+			return err
+		}
+		if !c.Complete() || !s.Complete() {
+			return errors.New("not complete")
+		}
+		return nil
+	}
+	tests := []struct {
+		name    string
+		c       *Client
+		s       *Server
+		wantErr string
+	}{
+		{"quorum", NewQuorumClient("learner", "quorum-secret", nil), NewQuorumServer(users, nil), ""},
+		{"wrong password", NewQuorumClient("learner", "other", nil), NewQuorumServer(users, nil), "Mismatched response"},
+		{"client-port client", NewClient("learner", "quorum-secret", nil), NewQuorumServer(users, nil), "Mismatched URI"},
+		{"client-port server", NewQuorumClient("learner", "quorum-secret", nil), NewServer(users, nil), "Mismatched URI"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := exchange(tc.c, tc.s)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			}
+		})
+	}
 }

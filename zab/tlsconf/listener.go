@@ -98,6 +98,10 @@ func Sniff(c net.Conn) (conn net.Conn, isTLS bool, err error) {
 	return &prefixConn{Conn: c, prefix: b[:]}, b[0] == recordTypeHandshake, nil
 }
 
+// WithPrefix returns c reading prefix first: for a connection whose
+// first bytes a caller read to tell what it speaks.
+func WithPrefix(c net.Conn, prefix []byte) net.Conn { return &prefixConn{Conn: c, prefix: prefix} }
+
 // prefixConn is a connection whose first bytes were already read.
 type prefixConn struct {
 	net.Conn

@@ -1,8 +1,10 @@
-package zkfollow
+package quorumauth
 
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -74,7 +76,7 @@ func TestAuthenticate(t *testing.T) {
 				defer leader.Close()
 				tc.leader(t, leader)
 			}()
-			err := authenticate(learner, "leader:2888", &scriptedClient{})
+			err := Learn(learner, "leader:2888", &scriptedClient{})
 			learner.Close()
 			<-done
 			switch {
@@ -96,4 +98,83 @@ func expectAuth(t *testing.T, c net.Conn, want string) {
 	if err != nil || status != authInProgress || string(tok) != want {
 		t.Errorf("learner sent status %d token %q (%v), want IN_PROGRESS %q", status, tok, err, want)
 	}
+}
+
+// scriptedServer is a SASL server that challenges once and accepts the
+// token want.
+type scriptedServer struct {
+	want string
+	step int
+}
+
+func (s *scriptedServer) Evaluate(tok []byte) ([]byte, error) {
+	switch {
+	case s.step == 0:
+		s.step = 1
+		return []byte("challenge"), nil
+	case s.step == 1 && string(tok) == s.want:
+		s.step = 2
+		return []byte("rspauth"), nil
+	}
+	return nil, errors.New("bad response " + string(tok))
+}
+func (s *scriptedServer) Complete() bool { return s.step == 2 }
+func (s *scriptedServer) AuthorizationID() (string, error) {
+	if s.step != 2 {
+		return "", errors.New("not complete")
+	}
+	return "learner", nil
+}
+
+// TestServe runs both sides against each other, as two members do: the
+// accepting side reads the magic first (IsAuth), then Serve; a response
+// it does not accept fails both sides, the learner with the refusal.
+func TestServe(t *testing.T) {
+	tests := []struct {
+		name     string
+		want     string
+		learnErr string
+		serveErr string
+		wantID   string
+	}{
+		{"accepted", "response", "", "", "learner"},
+		{"refused", "something else", "refused the credentials", "bad response", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			learner, server := net.Pipe()
+			type result struct {
+				id  string
+				err error
+			}
+			served := make(chan result, 1)
+			go func() {
+				defer server.Close()
+				var first [8]byte
+				if _, err := io.ReadFull(server, first[:]); err != nil || !IsAuth(first) {
+					served <- result{"", fmt.Errorf("first bytes %x: %v", first, err)}
+					return
+				}
+				id, err := Serve(server, "learner:3888", &scriptedServer{want: tc.want})
+				served <- result{id, err}
+			}()
+			lerr := Learn(learner, "server:3888", &scriptedClient{})
+			learner.Close()
+			r := <-served
+			if !matches(lerr, tc.learnErr) {
+				t.Errorf("Learn: %v, want %q", lerr, tc.learnErr)
+			}
+			if !matches(r.err, tc.serveErr) || r.id != tc.wantID {
+				t.Errorf("Serve: %q, %v; want %q, %q", r.id, r.err, tc.wantID, tc.serveErr)
+			}
+		})
+	}
+}
+
+// matches reports whether err is nil when want is "", or contains want.
+func matches(err error, want string) bool {
+	if want == "" {
+		return err == nil
+	}
+	return err != nil && strings.Contains(err.Error(), want)
 }

@@ -1,0 +1,114 @@
+package zktls
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+// quorumJAAS writes a JAAS file whose QuorumServer section accepts user
+// "learner" with secret, and whose QuorumLearner section presents it.
+func quorumJAAS(t *testing.T, path, secret string) {
+	t.Helper()
+	text := `QuorumServer {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    user_learner="` + secret + `";
+};
+QuorumLearner {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    username="learner"
+    password="` + secret + `";
+};
+`
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestIntegration_QuorumSASL: ZooKeeper's documented rolling enablement of
+// quorum SASL (DIGEST-MD5) on a 3-member ensemble while a go-zk session
+// writes throughout: (1) quorum.auth.enableSasl=true, (2)
+// quorum.auth.learnerRequireSasl=true, (3) quorum.auth.serverRequireSasl=
+// true, one member at a time. With any member down the other two take
+// writes, and the session never expires. Then member 3 comes back with
+// another secret in both JAAS sections: it stays out (never serves) while
+// the other two go on, and both sides log why. zkd and ZooKeeper 3.8
+// alike, with the same zoo.cfg edits and JAAS file.
+func TestIntegration_QuorumSASL(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) { testQuorumSASL(t, kind) })
+	}
+}
+
+func testQuorumSASL(t *testing.T, kind zkproc.Kind) {
+	jaas := filepath.Join(t.TempDir(), "jaas.conf")
+	quorumJAAS(t, jaas, "quorum-secret")
+	opts := zkproc.Options{TickTime: 200}
+	var members []*zkproc.Server
+	if kind == zkproc.KindZooKeeper {
+		opts.JVMFlags = []string{"-Djava.security.auth.login.config=" + jaas}
+		members = zkproc.StartZooKeeperEnsemble(t, 3, opts)
+	} else {
+		opts.Env = []string{"SERVER_JVMFLAGS=-Djava.security.auth.login.config=" + jaas}
+		members = zkproc.StartZkdEnsemble(t, 3, opts)
+	}
+	w := startWriter(t, zkproc.Addrs(members))
+	w.awaitWrites(t, 5, "before quorum SASL")
+	sessionID := w.c.SessionID()
+
+	for _, step := range []upgradeStep{
+		{"step 1 (quorum.auth.enableSasl=true)", map[string]string{"quorum.auth.enableSasl": "true"}},
+		{"step 2 (quorum.auth.learnerRequireSasl=true)", map[string]string{"quorum.auth.learnerRequireSasl": "true"}},
+		{"step 3 (quorum.auth.serverRequireSasl=true)", map[string]string{"quorum.auth.serverRequireSasl": "true"}},
+	} {
+		rollingRestart(t, members, w, step)
+	}
+	if kind == zkproc.KindZkd {
+		for _, m := range members {
+			awaitLog(t, []*zkproc.Server{m}, []int{0}, `"serverRequireSasl": true`)
+		}
+	}
+
+	// Member 3 with another secret, in both sections: the others neither
+	// take its connections nor reach it with theirs.
+	out := members[2]
+	out.Stop()
+	quorumJAAS(t, jaas, "not-the-secret")
+	froms := []int{len(members[0].Log()), len(members[1].Log()), len(out.Log())}
+	if err := out.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if kind == zkproc.KindZkd {
+		awaitLog(t, members[:2], froms[:2], "quorum SASL failed")
+		awaitLog(t, []*zkproc.Server{out}, froms[2:], "quorum SASL to the member on its")
+	} else {
+		awaitLog(t, members[:2], froms[:2], "Failed to authenticate using SASL")
+	}
+	// It says it is not serving, and refuses clients.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		srvr, err := out.FourLetter("srvr")
+		if err == nil && strings.Contains(srvr, "not currently serving") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member 3 with the wrong secret: srvr %q, %v", srvr, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err := zkproc.Handshake(out.Addr, 2*time.Second); err == nil {
+		t.Fatal("a member with the wrong quorum SASL secret serves clients")
+	}
+	w.awaitWrites(t, 5, "with member 3 kept out")
+	w.halt()
+	w.mu.Lock()
+	expired := w.expired
+	w.mu.Unlock()
+	if expired || w.c.SessionID() != sessionID {
+		t.Fatalf("the writer's session expired (%x → %x)", sessionID, w.c.SessionID())
+	}
+}
