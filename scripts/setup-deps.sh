@@ -8,7 +8,7 @@
 # the command and fails.
 set -euo pipefail
 
-PKGS=(zookeeper python3-kazoo python3-cryptography libcurator-recipes-java openssl chromium)
+PKGS=(zookeeper python3-kazoo python3-pytest python3-mock python3-objgraph python3-cryptography libcurator-recipes-java openssl chromium)
 
 installed() {
 	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
