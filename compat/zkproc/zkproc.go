@@ -367,6 +367,21 @@ func (s *Server) prepare(t testing.TB, opts Options) error {
 	return nil
 }
 
+// Command returns the command that runs kind on the zoo.cfg at cfgPath
+// in the foreground, as the Start functions run it, for a test that
+// expects the server to refuse to start: the caller runs it and reads its
+// output and exit status. Nothing is cleaned up for it.
+func Command(t testing.TB, kind Kind, cfgPath string) *exec.Cmd {
+	t.Helper()
+	s := &Server{Kind: kind, CfgPath: cfgPath}
+	if err := s.prepare(t, Options{}); err != nil {
+		t.Fatalf("zkproc: %s: %v", kind, err)
+	}
+	cmd := exec.Command(s.argv[0], s.argv[1:]...)
+	cmd.Env = s.env
+	return cmd
+}
+
 func hasServerLines(cfgPath string) bool {
 	b, err := os.ReadFile(cfgPath)
 	if err != nil {
