@@ -593,6 +593,22 @@ func (s *Server) Log() string {
 	return string(b)
 }
 
+// AwaitLog waits until the server's log contains sub, polling until
+// timeout, and fails the test with the log's tail if it never does. A
+// server may write a line after the event a test observes (a refusal is
+// logged after the connection is closed), so a test reads the log this
+// way rather than once right after the event.
+func (s *Server) AwaitLog(t testing.TB, sub string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(s.Log(), sub) {
+		if time.Now().After(deadline) {
+			t.Fatalf("zkproc: %s on %s did not log %q within %v; log tail:\n%s", s.Kind, s.Addr, sub, timeout, s.logTail(4096))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func (s *Server) logContains(sub string) bool {
 	return strings.Contains(strings.ToLower(s.Log()), strings.ToLower(sub))
 }
