@@ -55,6 +55,13 @@ test-unit:
 test-compat:
 	GO=$(GO) bash scripts/test-compat.sh
 
+## kazoo-upstream: Kazoo's whole upstream test suite (Debian's python3-kazoo)
+## against a 3-member ZooKeeper 3.8 ensemble and a zkd one, each ending
+## with `N passed, N failed` (long; not in CI)
+.PHONY: kazoo-upstream
+kazoo-upstream:
+	GO=$(GO) bash compat/kazoo/upstream/run
+
 ## bench: the Go benchmarks, briefly
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...

@@ -126,6 +126,16 @@ func (c *aclCache) release(ref aclRef) {
 }
 
 // aclOf returns n's ACL list, shared: callers must not change it.
+// Permits reports whether auth holds perm on the znode at path, as the
+// write that follows would check it; false when there is no such znode.
+// Reconfig asks it of /zookeeper/config before deciding further.
+func (t *Tree) Permits(path string, perm int32, auth []jute.Id) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	n := t.lookup(path)
+	return n != nil && checkACL(t.aclOf(n), perm, auth)
+}
+
 func (t *Tree) aclOf(n *node) []jute.ACL { return t.acls.entries[n.acl].acls }
 
 // fixupACL validates acls and expands the "auth" scheme into the caller's

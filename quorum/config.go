@@ -51,12 +51,27 @@ func (p Peer) String() string {
 // ParsePeer parses the value of a server.N line:
 // host:quorumPort:electionPort[:participant|:observer][;[clientAddr:]clientPort].
 func ParsePeer(id int64, spec string) (Peer, error) {
+	if err := checkPeerID(id); err != nil {
+		return Peer{}, fmt.Errorf("quorum: server.%d=%s: %w", id, spec, err)
+	}
+	return parsePeerSpec(id, spec)
+}
+
+// checkPeerID refuses a server id zkd cannot run: ZooKeeper takes any
+// long, zkd 1..254 (a member's id is the high byte of its session ids).
+func checkPeerID(id int64) error {
+	if id < 1 || id > 254 {
+		return fmt.Errorf("id must be 1..254")
+	}
+	return nil
+}
+
+// parsePeerSpec is ParsePeer without the id range check, as ZooKeeper's
+// QuorumServer parses a reconfig's server strings.
+func parsePeerSpec(id int64, spec string) (Peer, error) {
 	p := Peer{ID: id}
 	bad := func(format string, a ...any) (Peer, error) {
 		return Peer{}, fmt.Errorf("quorum: server.%d=%s: %s", id, spec, fmt.Sprintf(format, a...))
-	}
-	if id < 1 || id > 254 {
-		return bad("id must be 1..254")
 	}
 	addrs, client, hasClient := strings.Cut(strings.TrimSpace(spec), ";")
 	if hasClient {

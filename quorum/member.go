@@ -355,7 +355,7 @@ func (m *Member) leaderReconfig(origin, seq uint64, r *zab.Request, fail func(er
 	var req jute.ReconfigRequest
 	if err := jute.Decode(r.Body, &req); err == nil {
 		cur, _, _ := m.node.Tree().GetData(datatree.ConfigPath, nil, nil)
-		if next, err := Reconfig(cur, &req, 0); err == nil {
+		if next, err := Reconfig(cur, &req, 0, func() bool { return true }); err == nil {
 			peers, _, _ := ParseConfigData(next)
 			ids := voters(peers)
 			alive := 0

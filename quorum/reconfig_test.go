@@ -15,10 +15,11 @@ const threeMembers = "server.1=127.0.0.1:2001:3001:participant;127.0.0.1:4001\n"
 
 func TestReconfig(t *testing.T) {
 	tests := []struct {
-		name string
-		req  jute.ReconfigRequest
-		want string
-		err  jute.Code
+		name   string
+		req    jute.ReconfigRequest
+		want   string
+		unauth bool // the client may not write /zookeeper/config
+		err    jute.Code
 	}{
 		{
 			name: "remove one",
@@ -49,12 +50,18 @@ func TestReconfig(t *testing.T) {
 		{name: "joiner without client port", req: jute.ReconfigRequest{JoiningServers: "server.4=127.0.0.1:2004:3004", CurConfigId: -1}, err: jute.CodeBadArguments},
 		{name: "joiner without =", req: jute.ReconfigRequest{JoiningServers: "server.4", CurConfigId: -1}, err: jute.CodeBadArguments},
 		{name: "joiner reusing an address", req: jute.ReconfigRequest{JoiningServers: "server.4=127.0.0.1:2001:3004;4004", CurConfigId: -1}, err: jute.CodeBadArguments},
-		{name: "leaving id not a number", req: jute.ReconfigRequest{LeavingServers: "x", CurConfigId: -1}, err: jute.CodeBadArguments},
+		{name: "leaving id not a number", req: jute.ReconfigRequest{LeavingServers: "x", CurConfigId: -1}, err: jute.CodeMarshallingError},
+		{name: "joining id not a number", req: jute.ReconfigRequest{JoiningServers: "server.x=127.0.0.1:2004:3004;4004", CurConfigId: -1}, err: jute.CodeMarshallingError},
+		{name: "id zkd cannot run", req: jute.ReconfigRequest{JoiningServers: "server.999=0.0.0.0:1234:2345:observer;3456", CurConfigId: -1}, err: jute.CodeBadArguments},
+		{name: "unauthorized, arguments fine", req: jute.ReconfigRequest{LeavingServers: "3", CurConfigId: -1}, unauth: true, err: jute.CodeNoAuth},
+		{name: "unauthorized, id zkd cannot run", req: jute.ReconfigRequest{JoiningServers: "server.999=0.0.0.0:1234:2345:observer;3456", CurConfigId: -1}, unauth: true, err: jute.CodeNoAuth},
+		{name: "unauthorized, malformed joiner", req: jute.ReconfigRequest{JoiningServers: "server.4=nonsense", CurConfigId: -1}, unauth: true, err: jute.CodeBadArguments},
+		{name: "unauthorized, stale version", req: jute.ReconfigRequest{LeavingServers: "3", CurConfigId: 7}, unauth: true, err: jute.CodeBadVersion},
 		{name: "bad new members", req: jute.ReconfigRequest{NewMembers: "server.1=nonsense", CurConfigId: -1}, err: jute.CodeBadArguments},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Reconfig([]byte(threeMembers), &tt.req, 0x1a00000005)
+			got, err := Reconfig([]byte(threeMembers), &tt.req, 0x1a00000005, func() bool { return !tt.unauth })
 			if tt.err != 0 {
 				if !errors.Is(err, tt.err) {
 					t.Fatalf("err = %v, want %v", err, tt.err)

@@ -10,7 +10,7 @@
 # the command and fails.
 set -euo pipefail
 
-PKGS=(zookeeper python3-kazoo python3-cryptography libcurator-recipes-java openssl chromium
+PKGS=(zookeeper python3-kazoo python3-pytest python3-mock python3-objgraph python3-cryptography libcurator-recipes-java openssl chromium
 	krb5-kdc krb5-admin-server krb5-user python3-pure-sasl python3-kerberos)
 
 installed() {

@@ -105,10 +105,11 @@ type Config struct {
 	// (ConnectRequest or 4-letter word) within it or be closed. Default 10s.
 	SessionlessTimeout time.Duration
 	// X509Auth reports that ZooKeeper's X509AuthenticationProvider is
-	// configured (authProvider.N=…X509AuthenticationProvider): a verified
-	// client certificate gives the connection the x509 id of its subject.
-	// Without it, as in ZooKeeper, a connection presenting a certificate is
-	// closed. Default false.
+	// active: configured (authProvider.N=…X509AuthenticationProvider), or
+	// implied, as ZooKeeper implies it, by a secureClientPort or
+	// client.portUnification. A verified client certificate gives the
+	// connection the x509 id of its subject. Without it a connection
+	// presenting a certificate is closed. Default false.
 	X509Auth bool
 	// X509SuperUser is zookeeper.X509AuthenticationProvider.superUser: a
 	// client whose certificate subject equals it is the superuser.

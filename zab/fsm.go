@@ -88,7 +88,7 @@ type fsm struct {
 	lockName func(name string) bool
 	// reconfig computes reconfig results (Config.Reconfig); nil answers
 	// Unimplemented.
-	reconfig func(cur []byte, req *jute.ReconfigRequest, zxid int64) ([]byte, error)
+	reconfig func(cur []byte, req *jute.ReconfigRequest, zxid int64, authorized func() bool) ([]byte, error)
 	// observer gets Committed for each entry applied and Snapshot for
 	// each snapshot written (Config.Observer). Monitoring only: it never
 	// influences what is applied.
@@ -361,7 +361,9 @@ func (f *fsm) applyReconfig(tree *datatree.Tree, tx *datatree.Txn, body []byte) 
 	if err != nil {
 		return nil, err
 	}
-	data, err := f.reconfig(cur, &req, tx.Zxid)
+	data, err := f.reconfig(cur, &req, tx.Zxid, func() bool {
+		return tree.Permits(datatree.ConfigPath, jute.PermWrite, tx.Auth)
+	})
 	if err != nil {
 		return nil, err
 	}

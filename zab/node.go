@@ -120,9 +120,12 @@ type Config struct {
 	// Reconfig computes the new /zookeeper/config data of a reconfig
 	// request (op 16) from the current data, with the entry's zxid as the
 	// version. It runs on the apply goroutine of every member and must be
-	// deterministic. Nil answers reconfig with Unimplemented, as
-	// standalone ZooKeeper does.
-	Reconfig func(cur []byte, req *jute.ReconfigRequest, zxid int64) ([]byte, error)
+	// deterministic. authorized reports whether the request's client may
+	// write /zookeeper/config; Reconfig calls it where ZooKeeper checks
+	// that ACL (after the arguments are parsed) and answers NoAuth when it
+	// is false. Nil answers reconfig with Unimplemented, as standalone
+	// ZooKeeper does.
+	Reconfig func(cur []byte, req *jute.ReconfigRequest, zxid int64, authorized func() bool) ([]byte, error)
 	// OnConfigChanged is called on the apply goroutine whenever
 	// /zookeeper/config changes through the log. It must not block.
 	OnConfigChanged func(data []byte)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"path"
 	"strings"
 	"sync"
@@ -44,14 +45,56 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 	switch cfg.workload {
 	case "wait":
 		return runWait(ctx, cfg, logw)
+	case "ceiling":
+		return runCeiling(ctx, cfg, logw)
+	}
+	if err := checkReachable(ctx, cfg.servers, 5*time.Second, logw); err != nil {
+		return nil, err
+	}
+	switch cfg.workload {
 	case "fill":
 		return runFill(ctx, cfg, logw)
 	case "sessions":
 		return runSessions(ctx, cfg, logw)
-	case "ceiling":
-		return runCeiling(ctx, cfg, logw)
 	}
 	return runBench(ctx, cfg, logw)
+}
+
+// checkReachable dials each server's TCP port once, in parallel, before a
+// workload starts, so that a wrong address ends the run at once with the
+// address and the error (connection refused, no route, timeout) rather
+// than with every client timing out. No server reachable is an error;
+// some unreachable are named on logw and the run goes on with the others
+// (go-zk tries each in turn). -workload wait, which waits for a server to
+// come up, does not check.
+func checkReachable(ctx context.Context, servers []string, timeout time.Duration, logw io.Writer) error {
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, addr := range servers {
+		wg.Go(func() {
+			d := net.Dialer{Timeout: timeout}
+			c, err := d.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				errs[i] = err // a *net.OpError: it names the address
+				return
+			}
+			c.Close()
+		})
+	}
+	wg.Wait()
+	var down []error
+	for _, err := range errs {
+		if err != nil {
+			down = append(down, err)
+		}
+	}
+	switch {
+	case len(down) == len(servers):
+		return fmt.Errorf("zkbench: no server reachable: %w", errors.Join(down...))
+	case len(down) > 0:
+		fmt.Fprintf(logw, "zkbench: warning: %d of %d servers unreachable, going on with the others: %v\n", len(down), len(servers), errors.Join(down...))
+	}
+	return nil
 }
 
 func logger(cfg config, logw io.Writer) zk.Logger {

@@ -113,12 +113,12 @@ func TestIntegration_ConnectionThrottle(t *testing.T) {
 				if err := ping(last); err != nil {
 					t.Fatalf("admitted session after the refusals: %v", err)
 				}
+				if got := awaitMntrInt(t, srv.Addr, "zk_connection_rejected", refused); got != refused {
+					t.Errorf("mntr zk_connection_rejected = %d, want %d", got, refused)
+				}
 				mntr, err := zkproc.FourLetter(srv.Addr, "mntr", 5*time.Second)
 				if err != nil {
 					t.Fatal(err)
-				}
-				if got := mntrInt(mntr, "zk_connection_rejected"); got != refused {
-					t.Errorf("mntr zk_connection_rejected = %d, want %d", got, refused)
 				}
 				// Connect requests past the throttle, the readiness check's
 				// included; 4-letter words are not counted.

@@ -175,6 +175,9 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 		return qc, nc, sc, err
 	}
 	qc.Logger = log.Named("quorum")
+	if err := checkMyID(c, &qc); err != nil {
+		return qc, nc, sc, err
+	}
 	if err := qc.Validate(); err != nil {
 		return qc, nc, sc, fmt.Errorf("zkd: %w", err)
 	}
@@ -290,6 +293,9 @@ func run(c *zooCfg, log *zap.Logger) error {
 		log.Info("zoo.cfg keys accepted without effect", zap.Strings("keys", c.NoEffect))
 	}
 	raiseFileLimit(log)
+	if err := refuseZooKeeperData(sc.DataDir, sc.DataLogDir, nc.Dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {
 		return fmt.Errorf("zkd: create data dir: %w", err)
 	}

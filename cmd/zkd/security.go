@@ -57,6 +57,16 @@ func securityConfig(c *zooCfg, sc *server.Config) (extraSchemes []string, err er
 			sc.X509Auth = true
 		}
 	}
+	// ZooKeeper 3.8 installs the x509 provider itself whenever clients may
+	// speak TLS (QuorumPeerConfig.configureSSLAuth, run for a
+	// secureClientPort and for client.portUnification): without an
+	// authProvider line it sets authProvider.x509 to
+	// X509AuthenticationProvider, so a verified client certificate gives
+	// its x509 id all the same. (ssl.authProvider naming another scheme is
+	// refused by tlsconf.)
+	if c.SecureClientPort > 0 || c.propBool("zookeeper.client.portUnification") {
+		sc.X509Auth = true
+	}
 	if sc.X509Auth {
 		extraSchemes = append(extraSchemes, "x509")
 	}

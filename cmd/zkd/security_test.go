@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,6 +96,32 @@ func TestSecureKeysParsed(t *testing.T) {
 	}
 	if len(nc.Tree.ExtraAuthSchemes) != 1 || nc.Tree.ExtraAuthSchemes[0] != "x509" {
 		t.Fatalf("tree schemes %v", nc.Tree.ExtraAuthSchemes)
+	}
+}
+
+// TestX509ProviderImplied: as ZooKeeper 3.8's configureSSLAuth, a
+// secureClientPort or client.portUnification turns the x509 provider on
+// without an authProvider line; a plaintext-only zoo.cfg leaves it off.
+func TestX509ProviderImplied(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  string
+		want bool
+	}{
+		{"secureClientPort=2281\n", true},
+		{"client.portUnification=true\n", true},
+		{"clientPort=2181\n", false},
+	} {
+		c, err := cfgFrom(t, tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, nc, sc, err := configs(c, zap.NewNop())
+		if err != nil {
+			t.Fatalf("%q: %v", tc.cfg, err)
+		}
+		if sc.X509Auth != tc.want || slices.Contains(nc.Tree.ExtraAuthSchemes, "x509") != tc.want {
+			t.Errorf("%q: X509Auth %v, schemes %v; want x509 %v", tc.cfg, sc.X509Auth, nc.Tree.ExtraAuthSchemes, tc.want)
+		}
 	}
 }
 

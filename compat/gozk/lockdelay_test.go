@@ -70,6 +70,18 @@ func metricValue(t *testing.T, addr, name string) float64 {
 	return 0
 }
 
+// awaitMetric polls metricValue until it reads want, for at most 10s, and
+// returns the last value: a gauge may be updated just after the event the
+// test saw.
+func awaitMetric(t *testing.T, addr, name string, want float64) float64 {
+	t.Helper()
+	v := metricValue(t, addr, name)
+	for deadline := time.Now().Add(10 * time.Second); v != want && time.Now().Before(deadline); v = metricValue(t, addr, name) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	return v
+}
+
 // startLockDelayZkd starts zkd with zkd.lockDelayMs, the admin server and
 // metrics; it returns the server and its metrics address.
 func startLockDelayZkd(t *testing.T) (*zkproc.Server, string) {
@@ -189,7 +201,7 @@ func TestIntegration_LockDelayExpiredHolder(t *testing.T) {
 	if granted.Ctime < tomb.DelayUntil {
 		t.Fatalf("B wrote as holder at log time %d, before the tombstone's deadline %d", granted.Ctime, tomb.DelayUntil)
 	}
-	if v := metricValue(t, metrics, "lock_tombstones"); v != 0 {
+	if v := awaitMetric(t, metrics, "lock_tombstones", 0); v != 0 {
 		t.Fatalf("lock_tombstones = %v after removal", v)
 	}
 	must(t, bLock.Unlock())
@@ -242,7 +254,7 @@ func TestIntegration_LockDelayReleaseNotDelayed(t *testing.T) {
 			if tombstones != 0 {
 				t.Fatalf("lock view showed a tombstone %d times after a release", tombstones)
 			}
-			if v := metricValue(t, metrics, "lock_tombstones"); v != 0 {
+			if v := awaitMetric(t, metrics, "lock_tombstones", 0); v != 0 {
 				t.Fatalf("lock_tombstones = %v", v)
 			}
 			must(t, bLock.Unlock())

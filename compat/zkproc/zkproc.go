@@ -396,6 +396,21 @@ func (s *Server) prepare(t testing.TB, opts Options) error {
 	return nil
 }
 
+// Command returns the command that runs kind on the zoo.cfg at cfgPath
+// in the foreground, as the Start functions run it, for a test that
+// expects the server to refuse to start: the caller runs it and reads its
+// output and exit status. Nothing is cleaned up for it.
+func Command(t testing.TB, kind Kind, cfgPath string) *exec.Cmd {
+	t.Helper()
+	s := &Server{Kind: kind, CfgPath: cfgPath}
+	if err := s.prepare(t, Options{}); err != nil {
+		t.Fatalf("zkproc: %s: %v", kind, err)
+	}
+	cmd := exec.Command(s.argv[0], s.argv[1:]...)
+	cmd.Env = s.env
+	return cmd
+}
+
 func hasServerLines(cfgPath string) bool {
 	b, err := os.ReadFile(cfgPath)
 	if err != nil {
@@ -605,6 +620,22 @@ func (s *Server) FourLetter(cmd string) (string, error) {
 func (s *Server) Log() string {
 	b, _ := os.ReadFile(s.LogPath)
 	return string(b)
+}
+
+// AwaitLog waits until the server's log contains sub, polling until
+// timeout, and fails the test with the log's tail if it never does. A
+// server may write a line after the event a test observes (a refusal is
+// logged after the connection is closed), so a test reads the log this
+// way rather than once right after the event.
+func (s *Server) AwaitLog(t testing.TB, sub string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !strings.Contains(s.Log(), sub) {
+		if time.Now().After(deadline) {
+			t.Fatalf("zkproc: %s on %s did not log %q within %v; log tail:\n%s", s.Kind, s.Addr, sub, timeout, s.logTail(4096))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func (s *Server) logContains(sub string) bool {

@@ -130,7 +130,7 @@ func connect(t *testing.T, addr string, conf *tls.Config) (*zk.Conn, error) {
 // start starts kind with cfg, plus the lines every test here needs: a
 // secure port beside the plaintext one (zkproc checks readiness on the
 // latter), Netty (ZooKeeper serves TLS only with it) and the x509
-// provider.
+// provider. A key given an empty value in cfg is left out of zoo.cfg.
 func start(t *testing.T, kind zkproc.Kind, cfg map[string]string, env ...string) (s *zkproc.Server, secureAddr string) {
 	t.Helper()
 	port := zkproc.FreePort(t)
@@ -140,6 +140,10 @@ func start(t *testing.T, kind zkproc.Kind, cfg map[string]string, env ...string)
 		"authProvider.x509": "org.apache.zookeeper.server.auth.X509AuthenticationProvider",
 	}
 	for k, v := range cfg {
+		if v == "" {
+			delete(extra, k)
+			continue
+		}
 		extra[k] = v
 	}
 	opts := zkproc.Options{ExtraCfg: extra, Env: env}
