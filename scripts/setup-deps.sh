@@ -6,7 +6,8 @@
 # headless browser the web console's tests drive (chromium, through
 # chromedp), and an MIT KDC with Kazoo's GSSAPI client for the Kerberos
 # tests (krb5-kdc, krb5-admin-server, krb5-user, python3-pure-sasl,
-# python3-kerberos). As root it installs whatever is missing; otherwise it prints
+# python3-kerberos), and pytest, mock and objgraph for Kazoo's whole upstream
+# suite (make kazoo-upstream). As root it installs whatever is missing; otherwise it prints
 # the command and fails.
 set -euo pipefail
 
