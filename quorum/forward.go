@@ -73,6 +73,10 @@ type forwarder struct {
 		// refused, so none lands after an earlier one was lost.
 		lost      map[uint64]time.Time
 		lastPrune time.Time
+		// progress is the leader's last progress table, received at
+		// progressAt (msgProgress).
+		progress   Progress
+		progressAt time.Time
 	}
 	// lostCount mirrors len(mu.lost), so that lostWrite costs no lock
 	// while no write was lost (nearly always).

@@ -491,7 +491,8 @@ func (b backend) QuorumConf() ([]string, bool) {
 // properties zoo.cfg and -D flags set: zkd has no JVM's), and for ensembles
 // initial_configuration, leader (is_leader, leader_id, leader_ip),
 // voting_view (current_config: id → server spec, voters only), zabstate and
-// observers. A standalone member leaves the ensemble ones unknown.
+// observers, and zkd's own replication (every member's applied index and
+// zxid, lag and readiness, from the leader's progress table). A standalone member leaves the ensemble ones unknown.
 func (b backend) AdminCommand(name string) (map[string]any, bool) {
 	cfg := b.Config()
 	switch name {
@@ -540,6 +541,24 @@ func (b backend) AdminCommand(name string) (map[string]any, bool) {
 			n = ls.Observers
 		}
 		return map[string]any{"synced_observers": n, "observers": []any{}}, true
+	case "replication":
+		// zkd's own: each member's applied index and zxid, lag and
+		// readiness as the leader knows them (quorum.Progress).
+		p, ok := b.Progress()
+		if !ok {
+			return map[string]any{"known": false}, true
+		}
+		members := make([]map[string]any, 0, len(p.Members))
+		for _, mp := range p.Members {
+			members = append(members, map[string]any{
+				"id": mp.ID, "leader": mp.Leader, "observer": mp.Observer, "known": mp.Known,
+				"applied_index": mp.AppliedIndex, "zxid": "0x" + strconv.FormatInt(mp.Zxid, 16),
+				"lag": mp.Lag, "serving": mp.Serving, "in_touch": mp.InTouch, "ready": mp.Ready,
+				"report_age_ms": mp.Age.Milliseconds(),
+			})
+		}
+		return map[string]any{"known": true, "leader_id": p.LeaderID, "commit_index": p.CommitIndex,
+			"age_ms": p.Age.Milliseconds(), "members": members}, true
 	case "leader":
 		m := map[string]any{"is_leader": b.Node().IsLeader()}
 		id, err := strconv.ParseInt(string(b.Node().Leader()), 10, 64)

@@ -125,7 +125,13 @@ type ensembleView struct {
 	Raft      *raftView         `json:"raft,omitempty"`
 	Health    map[string]string `json:"health"`
 	Elections []election        `json:"elections"`
-	Problem   string            `json:"problem,omitempty"`
+	// ElectionsSince is when the console began recording elections (ms
+	// since the epoch): durations before it are not known.
+	ElectionsSince int64 `json:"elections_since"`
+	// Replication is every member's applied zxid, lag and readiness, as
+	// the leader knows them (the backend's "replication" command).
+	Replication map[string]any `json:"replication,omitempty"`
+	Problem     string         `json:"problem,omitempty"`
 }
 
 // raftView is this member's raft and disk figures.
@@ -151,6 +157,11 @@ func (c *Console) ensemble(*http.Request, *identity) (any, int, error) {
 		Zxid:      hexID(c.src.LastZxid()),
 		Health:    map[string]string{},
 		Elections: c.metrics.elections(),
+
+		ElectionsSince: c.started.UnixMilli(),
+	}
+	if m, ok := c.src.AdminCommand("replication"); ok {
+		v.Replication = m
 	}
 	if m, ok := c.src.AdminCommand("leader"); ok {
 		v.Leader = m

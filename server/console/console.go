@@ -95,6 +95,7 @@ type Console struct {
 	ident   *identity // nil: none configured
 	metrics *sampler
 	assets  fs.FS
+	started time.Time // when the sampler began: elections are recorded since
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -119,7 +120,7 @@ func New(src Source, cfg Config) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	c := &Console{src: src, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Console{src: src, cfg: cfg, started: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.Identity != "" {
 		id, err := parseIdentity(src, cfg.Identity)
 		if err != nil {
