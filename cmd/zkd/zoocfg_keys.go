@@ -99,7 +99,7 @@ var zooCfgKeys = func() []zooCfgKey {
 		{"nio.sessionlessCnxnTimeout", honoured}, {"client.portUnification", honoured},
 		{"sslQuorum", honoured}, {"admin.forceHttps", honoured}, {"admin.portUnification", honoured},
 		{"serverCnxnFactory", noEffect},
-		{"admin.needClientAuth", refused}, {"letAnySaslUserDoX", refused},
+		{"admin.needClientAuth", honoured}, {"letAnySaslUserDoX", refused},
 		{"quorum.auth.enableSasl", refused}, {"quorum.auth.learnerRequireSasl", refused},
 		{"quorum.auth.serverRequireSasl", refused},
 	}

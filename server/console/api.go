@@ -56,10 +56,20 @@ func (c *Console) api() http.Handler {
 
 // requestIdentity is the identity a request acts as: the one its
 // "Authorization: digest user:password" header names (as ZooKeeper 3.9's
-// admin server takes it), else the configured one, else nil.
+// admin server takes it), else the x509 identity of the client
+// certificate it presented over HTTPS (verified by the admin server's
+// TLS handshake against its trust store), else the configured one, else
+// nil.
 func (c *Console) requestIdentity(r *http.Request) (*identity, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+			subject, ids, err := c.src.X509Identity(r.TLS.VerifiedChains[0][0])
+			if err != nil {
+				return nil, fmt.Errorf("console: %w", err)
+			}
+			return &identity{scheme: "x509", user: subject, ids: ids}, nil
+		}
 		return c.ident, nil
 	}
 	scheme, cred, ok := strings.Cut(strings.TrimSpace(h), " ")

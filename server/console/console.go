@@ -1,6 +1,7 @@
 package console
 
 import (
+	"crypto/x509"
 	"embed"
 	"errors"
 	"fmt"
@@ -35,6 +36,9 @@ type Source interface {
 	// Identity returns the ids a client would carry after "addauth
 	// scheme credential", or an error for a scheme it cannot vouch for.
 	Identity(scheme, credential string) ([]jute.Id, error)
+	// X509Identity returns the ids and subject a client would carry after
+	// presenting cert, verified, on a secure client port.
+	X509Identity(cert *x509.Certificate) (subject string, ids []jute.Id, err error)
 	// FencingToken returns a lock node's signed fencing token as a client
 	// with auth would read it at /zookeeper/fencing<lock node>.
 	FencingToken(lockNode string, auth []jute.Id) ([]byte, error)

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -63,6 +64,13 @@ func (f *fakeSource) Identity(scheme, cred string) ([]jute.Id, error) {
 		ids = append(ids, jute.Id{Scheme: "super"})
 	}
 	return ids, nil
+}
+
+// X509Identity stands for server.Server.X509Identity (tested with a real
+// zkd in TestIntegration_ConsoleX509): x509 and the subject's CN.
+func (f *fakeSource) X509Identity(cert *x509.Certificate) (string, []jute.Id, error) {
+	subject := "CN=" + cert.Subject.CommonName
+	return subject, []jute.Id{{Scheme: "x509", Id: subject}}, nil
 }
 
 const (
