@@ -30,7 +30,7 @@ const consoleIdentity = "ops:ops-secret-pw"
 
 // chromium finds Debian's chromium (or another Chrome). Without one the
 // test is skipped, or fails under CI=true: CI must run it.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -47,7 +47,7 @@ func chromium(t *testing.T) string {
 
 // browser starts headless Chromium for the test. --no-sandbox is needed
 // as root (CI runs as root), where Chromium refuses its sandbox.
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -69,13 +69,13 @@ func browser(t *testing.T) context.Context {
 
 // run runs actions with a deadline, failing the test with what it waited
 // for.
-func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+func run(t testing.TB, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	value(t, ctx, what, chromedp.Steps(steps...))
 }
 
 // value runs one action with a deadline and returns its value.
-func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+func value[T any](t testing.TB, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
