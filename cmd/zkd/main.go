@@ -622,7 +622,8 @@ func startHTTP(log *zap.Logger, what, addr string, h http.Handler) *http.Server 
 // adminHandler is the admin server's handler: ZooKeeper's commands under
 // /commands and, unless zkd.console.enabled=false, the web console under
 // /console with the identity zkd.console.identity names, sampling its
-// plots every zkd.console.sampleIntervalMs (default 5000).
+// plots every zkd.console.sampleIntervalMs (default 5000) and keeping the
+// elections it saw in dataDir/console-elections.json.
 func adminHandler(c *zooCfg, s *server.Server, log *zap.Logger) (http.Handler, *console.Console, error) {
 	enabled, _ := c.prop("zkd.console.enabled")
 	if strings.EqualFold(strings.TrimSpace(enabled), "false") {
@@ -637,7 +638,8 @@ func adminHandler(c *zooCfg, s *server.Server, log *zap.Logger) (http.Handler, *
 		return nil, nil, fmt.Errorf("zkd: zkd.console.sampleIntervalMs=%d must be positive", sampleMs)
 	}
 	cons, err := console.New(s, console.Config{Identity: strings.TrimSpace(ident),
-		SampleInterval: time.Duration(sampleMs) * time.Millisecond, Logger: log.Named("console")})
+		SampleInterval: time.Duration(sampleMs) * time.Millisecond, Logger: log.Named("console"),
+		ElectionsFile: filepath.Join(c.DataDir, "console-elections.json")})
 	if err != nil {
 		return nil, nil, fmt.Errorf("zkd: zkd.console.identity: %w", err)
 	}

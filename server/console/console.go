@@ -60,6 +60,10 @@ type Config struct {
 	Window time.Duration
 	// Logger receives the sampler's errors; default none.
 	Logger *zap.Logger
+	// ElectionsFile, if set, keeps the elections the Ensemble page lists
+	// across restarts (a small JSON file; zkd puts it in the data
+	// directory). "" keeps them in memory only.
+	ElectionsFile string
 }
 
 // Validate names the first bad field.
@@ -138,6 +142,23 @@ func New(src Source, cfg Config) (*Console, error) {
 	}
 	c.assets = sub
 	c.metrics = newSampler(src, int(cfg.Window/cfg.SampleInterval)+1)
+	if cfg.ElectionsFile != "" {
+		since, els, err := loadElections(cfg.ElectionsFile)
+		if err != nil {
+			// A lost history is no reason to stop a member: say so and
+			// start a new one.
+			cfg.Logger.Warn("console: the elections recorded before this start are lost", zap.String("file", cfg.ElectionsFile), zap.Error(err))
+		} else if !since.IsZero() {
+			c.started = since
+			c.metrics.mu.elections = els
+		}
+		c.metrics.persist = func(els []election) {
+			if err := saveElections(cfg.ElectionsFile, c.started, els); err != nil {
+				cfg.Logger.Warn("console: could not record an election", zap.String("file", cfg.ElectionsFile), zap.Error(err))
+			}
+		}
+		c.metrics.persist(c.metrics.elections()) // records since when
+	}
 	go c.sampleLoop()
 	return c, nil
 }

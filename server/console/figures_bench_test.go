@@ -74,7 +74,7 @@ func BenchmarkConsoleFigures(b *testing.B) {
 		"#/tree?path=/big", fmt.Sprintf(`#children li[data-name="%s"]`, child(0)))
 	measure("Tree of /big, a page from the middle (after=)", "tree?path=/big&after="+mid,
 		"#/tree?path=/big&after="+mid, fmt.Sprintf(`#children li[data-name="%s"]`, child(n/2+1)))
-	measure("Tree of /big, name-prefix search", "tree?path=/big&prefix="+url.QueryEscape(child(n/2)[:7]), "", "")
+	measure("Tree of /big, name-prefix search", "tree?path=/big&prefix="+url.QueryEscape(child(n / 2)[:7]), "", "")
 	measure("Locks", "locks", "#/locks", "#no-locks")
 	measure("Metrics", "metrics", "#/metrics", "#plots .plot:nth-child(8)")
 	measure("Ensemble", "ensemble", "#/ensemble", ".banner.ok")

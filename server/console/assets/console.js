@@ -110,10 +110,10 @@ async function ensemblePage(gen) {
       out.push(kv(Object.entries(e.health)));
     }
     out.push(h("h2", {}, "Elections"));
-    out.push(h("p", { class: "muted", id: "elections-since" }, "Durations recorded since " + new Date(e.elections_since).toLocaleString() +
-      " (when this member's console started); earlier ones are not known." + (e.raft ? " Raft term " + e.raft.term + ": the ensemble began at term 1 and every election starts a term, so it has held " + Math.max(e.raft.term - 1, 0) + " (counting any that chose no leader) since it began." : "")));
+    out.push(h("p", { class: "muted", id: "elections-since" }, "Elections this member saw since " + new Date(e.elections_since).toLocaleString() +
+      " (kept across its restarts in its data directory; while it is down it sees none); earlier ones are not known." + (e.raft ? " Raft term " + e.raft.term + ": the ensemble began at term 1 and every election starts a term, so it has held " + Math.max(e.raft.term - 1, 0) + " (counting any that chose no leader) since it began." : "")));
     out.push(e.elections.length ? h("table", {}, h("tr", {}, h("th", {}, "ended"), h("th", {}, "duration")),
-      e.elections.slice().reverse().map(x => h("tr", {}, h("td", {}, new Date(x.at).toLocaleString()), h("td", {}, x.duration_ms.toFixed(0) + " ms"))))
+      e.elections.slice().reverse().map(x => h("tr", {}, h("td", {}, new Date(x.at).toLocaleString()), h("td", {}, x.duration_ms.toFixed(0) + " ms" + (x.count > 1 ? " (mean of " + x.count + " elections between two samples)" : "")))))
       : h("p", { class: "muted" }, "none since then"));
     render(gen, ...out);
   });
