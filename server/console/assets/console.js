@@ -80,6 +80,11 @@ async function ensemblePage(gen) {
       const byId = {};
       for (const id of Object.keys(e.members || {})) byId[id] = { id: id, address: e.members[id] };
       for (const m of rep ? rep.members : []) byId[String(m.id)] = Object.assign(byId[String(m.id)] || { id: String(m.id) }, { p: m });
+      if (!rep && byId[me]) {
+        // No leader's table: this member's own row from its own figures.
+        byId[me].p = { known: true, zxid: e.zxid, applied_index: e.raft ? e.raft.applied_index : "?", lag: "?",
+          ready: false, in_touch: false, serving: e.serving, leader: false, report_age_ms: 0, self: true };
+      }
       const cell = (m, f) => m.p && m.p.known ? f(m.p) : "?";
       out.push(h("h2", {}, "Members"));
       out.push(h("table", { id: "members" },
@@ -92,7 +97,7 @@ async function ensemblePage(gen) {
           h("td", { class: "mono" }, cell(m, p => p.applied_index)),
           h("td", { class: "mono", "data-col": "lag" }, cell(m, p => p.lag)),
           h("td", { "data-col": "ready", class: m.p && m.p.ready ? "ok" : "badtext" }, m.p ? (m.p.ready ? "ready" : (!m.p.known ? "never reported" : !m.p.in_touch ? "not in touch" : !m.p.serving ? "not serving" : "catching up")) : "unknown"),
-          h("td", {}, cell(m, p => p.leader ? "leader" : ago(p.report_age_ms) + " ago"))))));
+          h("td", {}, cell(m, p => p.self ? "its own figures" : p.leader ? "leader" : ago(p.report_age_ms) + " ago"))))));
       out.push(h("p", { class: "muted" }, rep
         ? "As the leader (server " + rep.leader_id + ") knows it: commit index " + rep.commit_index + (rep.age_ms ? ", its table " + ago(rep.age_ms) + " old" : "") + ". Lag is the leader's commit index minus the member's applied index; ready means in touch, serving, and within the synced lag."
         : "The leader's view of each member's progress is not available here: this member is not in touch with a leader."));
@@ -111,7 +116,7 @@ async function ensemblePage(gen) {
     }
     out.push(h("h2", {}, "Elections"));
     out.push(h("p", { class: "muted", id: "elections-since" }, "Elections this member saw since " + new Date(e.elections_since).toLocaleString() +
-      " (kept across its restarts in its data directory; while it is down it sees none); earlier ones are not known." + (e.raft ? " Raft term " + e.raft.term + ": the ensemble began at term 1 and every election starts a term, so it has held " + Math.max(e.raft.term - 1, 0) + " (counting any that chose no leader) since it began." : "")));
+      " (kept across its restarts in its data directory; while it is down it sees none); earlier ones are not known." + (e.raft && e.mode !== "standalone" ? " Raft term " + e.raft.term + ": the ensemble began at term 1 and every election starts a term, so it has held " + Math.max(e.raft.term - 1, 0) + " (counting any that chose no leader) since it began." : "")));
     out.push(e.elections.length ? h("table", {}, h("tr", {}, h("th", {}, "ended"), h("th", {}, "duration")),
       e.elections.slice().reverse().map(x => h("tr", {}, h("td", {}, new Date(x.at).toLocaleString()), h("td", {}, x.duration_ms.toFixed(0) + " ms" + (x.count > 1 ? " (mean of " + x.count + " elections between two samples)" : "")))))
       : h("p", { class: "muted" }, "none since then"));
