@@ -234,10 +234,15 @@ func (l *leaderSide) serve(nc net.Conn) {
 				l.reportApplied(peer, idx, zxid, serving)
 			}
 			// Once a progressInterval, the table goes back on this
-			// stream (for the follower's console): off the write path.
+			// stream (for the follower's console), built and sent off
+			// this loop, which carries the follower's writes.
 			if now := time.Now(); d.Err() == nil && now.Sub(lastProgress) >= progressInterval && node.IsLeader() {
 				lastProgress = now
-				w.send(msgProgress, encodeProgress(l.progress()))
+				inner.Add(1)
+				go func() {
+					defer inner.Done()
+					w.send(msgProgress, encodeProgress(l.progress()))
+				}()
 			}
 		case msgSync:
 			id := d.ReadLong()

@@ -187,7 +187,7 @@ func (f *forwarder) send(c *fconn, it fwdItem) error {
 		enc.WriteLong(int64(f.m.node.Raft().AppliedIndex()))
 		// For the leader's progress table (the consoles' Ensemble page).
 		enc.WriteLong(f.m.node.LastZxid())
-		enc.WriteBool(f.m.Serving())
+		enc.WriteBool(f.m.inEnsembleTouch())
 	case msgSync:
 		enc.WriteLong(int64(it.syncID))
 	}
