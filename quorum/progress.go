@@ -17,10 +17,6 @@ import (
 	"github.com/zkd/zkd/jute"
 )
 
-// msgProgress (leader → follower): the leader's Progress table. Followers
-// of an older version ignore kinds they do not know.
-const msgProgress byte = 7
-
 // progressInterval is how often the leader sends its table on a stream.
 const progressInterval = time.Second
 
