@@ -81,6 +81,21 @@ ceiling:
 bench-10m:
 	ZKD_MIGRATE_ZK=off ZKD_MIGRATE_NODES=10000000 nice -n 10 $(GO) test -run '^$$' -bench Migrate -benchtime 1x -timeout 90m ./compat/migrate/
 
+## console-figures: the web console's page and API load times with 1M
+## znodes and with 10k idle sessions, and its RSS and CPU on an idle member
+## (on vs zkd.console.enabled=false over 60 s); headless Chromium, long,
+## not in CI. Smaller: make console-figures FIGURES_ZNODES=3000
+## FIGURES_SESSIONS=200 FIGURES_IDLE=3s
+FIGURES_ZNODES ?= 1000000
+FIGURES_SESSIONS ?= 10000
+FIGURES_IDLE ?= 60s
+.PHONY: console-figures
+console-figures:
+	@mkdir -p bin
+	$(GO) build -o bin/zkd ./cmd/zkd
+	cd server/console && ZKD_BIN="$(CURDIR)/bin/zkd" $(GO) test -run '^$$' -bench ConsoleFigures -benchtime 1x -timeout 90m . \
+		-figures.znodes $(FIGURES_ZNODES) -figures.sessions $(FIGURES_SESSIONS) -figures.idle $(FIGURES_IDLE)
+
 ## scale: idle sessions held on zkd and ZooKeeper 3.8 (long; not in CI)
 scale:
 	bash scripts/scale-vs-zookeeper.sh

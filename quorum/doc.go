@@ -49,7 +49,10 @@
 // Curator's protected creates require.
 //
 // Followers batch the sessions that sent packets and send them to the
-// leader every half tick; only the leader expires sessions, and a new
+// leader every half tick, with how far they applied (raft index and zxid)
+// and whether they serve; the leader sends back, at most once a second,
+// its table of every member's progress (Member.Progress, the web
+// console's Ensemble page); only the leader expires sessions, and a new
 // leader restarts every session's clock. A follower's sync asks the leader
 // to commit a barrier (which proves it still leads and that everything
 // committed earlier applied there) and to return its applied index; the

@@ -25,7 +25,9 @@ import (
 const (
 	// msgWrite (follower → leader): origin bootID, seq, zab.Request.
 	msgWrite byte = 1
-	// msgTouch (follower → leader): a vector of session ids.
+	// msgTouch (follower → leader): a vector of session ids, then the
+	// follower's applied raft index, applied zxid and whether it serves
+	// (older members send the index alone, or nothing).
 	msgTouch byte = 2
 	// msgSync (follower → leader): a sync id.
 	msgSync byte = 3
@@ -37,6 +39,10 @@ const (
 	// msgHello (follower → leader), first on every stream: the
 	// follower's myid, so the leader knows which members are in touch.
 	msgHello byte = 6
+	// msgProgress (leader → follower), at most once a progressInterval:
+	// the leader's Progress table (progress.go). Followers of an older
+	// version ignore kinds they do not know.
+	msgProgress byte = 7
 )
 
 // fwdItem is one thing the forwarder sends, in queue order.
@@ -73,6 +79,10 @@ type forwarder struct {
 		// refused, so none lands after an earlier one was lost.
 		lost      map[uint64]time.Time
 		lastPrune time.Time
+		// progress is the leader's last progress table, received at
+		// progressAt (msgProgress).
+		progress   Progress
+		progressAt time.Time
 	}
 	// lostCount mirrors len(mu.lost), so that lostWrite costs no lock
 	// while no write was lost (nearly always).

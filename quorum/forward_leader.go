@@ -52,17 +52,20 @@ func (l *leaderSide) seen(id int64) {
 
 // appliedReport is a member's report of how far it applied.
 type appliedReport struct {
-	index uint64
-	at    time.Time
+	index   uint64
+	zxid    int64 // 0 from a member too old to send it
+	serving bool
+	at      time.Time
 }
 
-// reportApplied records that member id applied up to raft index idx.
-func (l *leaderSide) reportApplied(id int64, idx uint64) {
+// reportApplied records that member id applied up to raft index idx and
+// zxid, and whether it serves clients.
+func (l *leaderSide) reportApplied(id int64, idx uint64, zxid int64, serving bool) {
 	if id == 0 {
 		return
 	}
 	l.mu.Lock()
-	l.mu.applied[id] = appliedReport{index: idx, at: time.Now()}
+	l.mu.applied[id] = appliedReport{index: idx, zxid: zxid, serving: serving, at: time.Now()}
 	l.mu.Unlock()
 }
 
@@ -187,6 +190,7 @@ func (l *leaderSide) serve(nc net.Conn) {
 	node := l.m.node
 	r := bufio.NewReaderSize(nc, 64<<10)
 	var peer int64
+	var lastProgress time.Time
 	for {
 		kind, body, err := readMsg(r)
 		if err != nil {
@@ -221,7 +225,24 @@ func (l *leaderSide) serve(nc net.Conn) {
 				node.Touch(d.ReadLong())
 			}
 			if d.Err() == nil && d.Remaining() >= 8 {
-				l.reportApplied(peer, uint64(d.ReadLong()))
+				idx := uint64(d.ReadLong())
+				// Members before the progress table send the index alone.
+				zxid, serving := int64(0), true
+				if d.Remaining() >= 9 {
+					zxid, serving = d.ReadLong(), d.ReadBool()
+				}
+				l.reportApplied(peer, idx, zxid, serving)
+			}
+			// Once a progressInterval, the table goes back on this
+			// stream (for the follower's console), built and sent off
+			// this loop, which carries the follower's writes.
+			if now := time.Now(); d.Err() == nil && now.Sub(lastProgress) >= progressInterval && node.IsLeader() {
+				lastProgress = now
+				inner.Add(1)
+				go func() {
+					defer inner.Done()
+					w.send(msgProgress, encodeProgress(l.progress()))
+				}()
 			}
 		case msgSync:
 			id := d.ReadLong()

@@ -185,6 +185,9 @@ func (f *forwarder) send(c *fconn, it fwdItem) error {
 		// How far this member applied: the leader's test of a synced
 		// follower (zk_synced_followers).
 		enc.WriteLong(int64(f.m.node.Raft().AppliedIndex()))
+		// For the leader's progress table (the consoles' Ensemble page).
+		enc.WriteLong(f.m.node.LastZxid())
+		enc.WriteBool(f.m.inEnsembleTouch())
 	case msgSync:
 		enc.WriteLong(int64(it.syncID))
 	}
@@ -225,6 +228,15 @@ func (f *forwarder) readLoop(c *fconn) {
 				}
 				f.syncDone(id, r)
 			}
+		case msgProgress:
+			p, err := decodeProgress(body)
+			if err != nil {
+				f.log().Warn("bad progress table from the leader", zap.String("leader", string(c.target)), zap.Error(err))
+				continue
+			}
+			f.mu.Lock()
+			f.mu.progress, f.mu.progressAt = p, time.Now()
+			f.mu.Unlock()
 		}
 	}
 }

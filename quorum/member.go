@@ -570,6 +570,13 @@ func (m *Member) Serving() bool {
 	if m.fwd == nil {
 		return true
 	}
+	return m.inEnsembleTouch()
+}
+
+// inEnsembleTouch is Serving for a member of an ensemble: it leads, or
+// heard from a leader within the serving lease. The forwarder calls it
+// directly (it runs before m.fwd is set).
+func (m *Member) inEnsembleTouch() bool {
 	r := m.node.Raft()
 	if r.State() == raft.Leader {
 		return true

@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"fmt"
 
 	"go.uber.org/zap"
 
@@ -66,16 +68,17 @@ func (c *conn) secureHandshake() bool {
 
 // addX509 adds the identities of a verified client certificate.
 func (c *conn) addX509(cert *x509.Certificate) bool {
-	subject, err := tlsconf.SubjectName(cert)
+	subject, ids, err := c.s.x509IDs(cert)
 	if err != nil {
 		c.s.stats.authFailed.Add(1)
 		c.logger().Warn("x509 authentication failed, closing connection", zap.Error(err))
 		return false
 	}
 	c.x509Subject = subject
-	c.addAuth(jute.Id{Scheme: schemeX509, Id: subject})
-	if su := c.s.cfg.X509SuperUser; su != "" && su == subject {
-		c.addAuth(jute.Id{Scheme: schemeSuper, Id: subject})
+	for _, id := range ids {
+		c.addAuth(id)
+	}
+	if len(ids) > 1 {
 		c.logger().Info("client authenticated as superuser by its certificate", zap.String("subject", subject))
 	}
 	c.logger().Debug("client authenticated by certificate", zap.String("subject", subject))
@@ -88,4 +91,38 @@ func (c *conn) addX509(cert *x509.Certificate) bool {
 // certificate was verified and fails on any other.
 func (c *conn) addAuthX509() bool {
 	return c.s.cfg.X509Auth && c.x509Subject != ""
+}
+
+// x509IDs are the identities a verified client certificate gives, as
+// ZooKeeper's X509AuthenticationProvider maps it: x509:<subject in RFC
+// 2253 form>, and super when the subject is
+// X509AuthenticationProvider.superUser.
+func (s *Server) x509IDs(cert *x509.Certificate) (string, []jute.Id, error) {
+	subject, err := tlsconf.SubjectName(cert)
+	if err != nil {
+		return "", nil, err
+	}
+	ids := []jute.Id{{Scheme: schemeX509, Id: subject}}
+	if su := s.cfg.X509SuperUser; su != "" && su == subject {
+		ids = append(ids, jute.Id{Scheme: schemeSuper, Id: subject})
+	}
+	return subject, ids, nil
+}
+
+// X509Identity returns the identities a client connection would carry
+// after presenting cert (verified by the caller's TLS handshake) on a
+// secure client port, for checking ACLs on its behalf, as the web console
+// does for a browser's certificate over HTTPS. It fails, as the client
+// port closes such a connection, when the x509 provider is not configured
+// (authProvider.x509).
+func (s *Server) X509Identity(cert *x509.Certificate) (subject string, ids []jute.Id, err error) {
+	if !s.cfg.X509Auth {
+		return "", nil, errors.New("server: client certificate received but the x509 auth provider is not configured (authProvider.x509=org.apache.zookeeper.server.auth.X509AuthenticationProvider)")
+	}
+	subject, ids, err = s.x509IDs(cert)
+	if err != nil {
+		return "", nil, fmt.Errorf("server: x509 identity: %w", err)
+	}
+	javaSetOrder(ids)
+	return subject, ids, nil
 }

@@ -500,7 +500,8 @@ func (b backend) QuorumConf() ([]string, bool) {
 // properties zoo.cfg and -D flags set: zkd has no JVM's), and for ensembles
 // initial_configuration, leader (is_leader, leader_id, leader_ip),
 // voting_view (current_config: id → server spec, voters only), zabstate and
-// observers. A standalone member leaves the ensemble ones unknown.
+// observers, and zkd's own replication (every member's applied index and
+// zxid, lag and readiness, from the leader's progress table). A standalone member leaves the ensemble ones unknown.
 func (b backend) AdminCommand(name string) (map[string]any, bool) {
 	cfg := b.Config()
 	switch name {
@@ -549,6 +550,24 @@ func (b backend) AdminCommand(name string) (map[string]any, bool) {
 			n = ls.Observers
 		}
 		return map[string]any{"synced_observers": n, "observers": []any{}}, true
+	case "replication":
+		// zkd's own: each member's applied index and zxid, lag and
+		// readiness as the leader knows them (quorum.Progress).
+		p, ok := b.Progress()
+		if !ok {
+			return map[string]any{"known": false}, true
+		}
+		members := make([]map[string]any, 0, len(p.Members))
+		for _, mp := range p.Members {
+			members = append(members, map[string]any{
+				"id": mp.ID, "leader": mp.Leader, "observer": mp.Observer, "known": mp.Known,
+				"applied_index": mp.AppliedIndex, "zxid": "0x" + strconv.FormatInt(mp.Zxid, 16),
+				"lag": mp.Lag, "serving": mp.Serving, "in_touch": mp.InTouch, "ready": mp.Ready,
+				"report_age_ms": mp.Age.Milliseconds(),
+			})
+		}
+		return map[string]any{"known": true, "leader_id": p.LeaderID, "commit_index": p.CommitIndex,
+			"age_ms": p.Age.Milliseconds(), "members": members}, true
 	case "leader":
 		m := map[string]any{"is_leader": b.Node().IsLeader()}
 		id, err := strconv.ParseInt(string(b.Node().Leader()), 10, 64)
@@ -612,7 +631,8 @@ func startHTTP(log *zap.Logger, what, addr string, h http.Handler) *http.Server 
 // adminHandler is the admin server's handler: ZooKeeper's commands under
 // /commands and, unless zkd.console.enabled=false, the web console under
 // /console with the identity zkd.console.identity names, sampling its
-// plots every zkd.console.sampleIntervalMs (default 5000).
+// plots every zkd.console.sampleIntervalMs (default 5000) and keeping the
+// elections it saw in dataDir/console-elections.json.
 func adminHandler(c *zooCfg, s *server.Server, log *zap.Logger) (http.Handler, *console.Console, error) {
 	enabled, _ := c.prop("zkd.console.enabled")
 	if strings.EqualFold(strings.TrimSpace(enabled), "false") {
@@ -627,7 +647,8 @@ func adminHandler(c *zooCfg, s *server.Server, log *zap.Logger) (http.Handler, *
 		return nil, nil, fmt.Errorf("zkd: zkd.console.sampleIntervalMs=%d must be positive", sampleMs)
 	}
 	cons, err := console.New(s, console.Config{Identity: strings.TrimSpace(ident),
-		SampleInterval: time.Duration(sampleMs) * time.Millisecond, Logger: log.Named("console")})
+		SampleInterval: time.Duration(sampleMs) * time.Millisecond, Logger: log.Named("console"),
+		ElectionsFile: filepath.Join(c.DataDir, "console-elections.json")})
 	if err != nil {
 		return nil, nil, fmt.Errorf("zkd: zkd.console.identity: %w", err)
 	}

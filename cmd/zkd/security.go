@@ -19,54 +19,27 @@ import (
 // identities.
 const x509ProviderClass = "org.apache.zookeeper.server.auth.X509AuthenticationProvider"
 
-// refusedSecurityKeys are security settings of ZooKeeper 3.8 that zkd does
-// not implement. Each stops zkd at start when set to anything but its
-// default, so an operator never believes a protection is on that is not.
-var refusedSecurityKeys = []struct {
-	prop string // full system property name
-	off  string // the value that asks for nothing ("" : any value is refused)
-	why  string
-}{
-	{"zookeeper.admin.needClientAuth", "false", "the admin server does not check client certificates (ZooKeeper 3.8's does not either)"},
-}
-
-// checkSecurityKeys returns an error naming the first refused security
-// key that is set.
-func checkSecurityKeys(c *zooCfg) error {
-	for _, k := range refusedSecurityKeys {
-		v, ok := c.Props[k.prop]
-		if !ok {
-			continue
+// hasX509Provider reports whether ZooKeeper's X509AuthenticationProvider
+// is on: an authProvider.N key names it, or clients may speak TLS. ZooKeeper
+// 3.8 installs the provider itself whenever they may
+// (QuorumPeerConfig.configureSSLAuth, run for a secureClientPort and for
+// client.portUnification): without an authProvider line it sets
+// authProvider.x509 to X509AuthenticationProvider, so a verified client
+// certificate gives its x509 id all the same. (ssl.authProvider naming
+// another scheme is refused by tlsconf.)
+func hasX509Provider(c *zooCfg) bool {
+	for _, k := range c.propNames() {
+		if strings.HasPrefix(k, "zookeeper.authProvider.") && strings.TrimSpace(c.Props[k]) == x509ProviderClass {
+			return true
 		}
-		if k.off != "" && strings.EqualFold(strings.TrimSpace(v), k.off) {
-			continue
-		}
-		return fmt.Errorf("zkd: %s=%s is not supported: %s; remove it to start", strings.TrimPrefix(k.prop, "zookeeper."), v, k.why)
 	}
-	return nil
+	return c.SecureClientPort > 0 || c.propBool("zookeeper.client.portUnification")
 }
 
 // securityConfig sets the server's x509 and connection settings from the
 // zoo.cfg keys and system properties ZooKeeper 3.8 reads.
 func securityConfig(c *zooCfg, sc *server.Config) (extraSchemes []string, err error) {
-	if err := checkSecurityKeys(c); err != nil {
-		return nil, err
-	}
-	for _, k := range c.propNames() {
-		if strings.HasPrefix(k, "zookeeper.authProvider.") && strings.TrimSpace(c.Props[k]) == x509ProviderClass {
-			sc.X509Auth = true
-		}
-	}
-	// ZooKeeper 3.8 installs the x509 provider itself whenever clients may
-	// speak TLS (QuorumPeerConfig.configureSSLAuth, run for a
-	// secureClientPort and for client.portUnification): without an
-	// authProvider line it sets authProvider.x509 to
-	// X509AuthenticationProvider, so a verified client certificate gives
-	// its x509 id all the same. (ssl.authProvider naming another scheme is
-	// refused by tlsconf.)
-	if c.SecureClientPort > 0 || c.propBool("zookeeper.client.portUnification") {
-		sc.X509Auth = true
-	}
+	sc.X509Auth = hasX509Provider(c)
 	if sc.X509Auth {
 		extraSchemes = append(extraSchemes, "x509")
 	}
@@ -190,10 +163,21 @@ func quorumTLS(c *zooCfg, qc *quorum.Config, log *zap.Logger) error {
 // adminTLS returns how the admin server's listener is wrapped, as ZooKeeper
 // 3.8's JettyAdminServer does with the ssl.quorum.* stores:
 // admin.forceHttps=true serves HTTPS only, admin.portUnification=true HTTP
-// and HTTPS on one port; otherwise nil (plain HTTP).
+// and HTTPS on one port; otherwise nil (plain HTTP). admin.needClientAuth=true
+// (ZooKeeper 3.9's key) requires, with admin.forceHttps, a client
+// certificate verified by the quorum trust store: the web console reads as
+// its x509 identity, which needs the x509 provider (authProvider.x509) as
+// on the client port.
 func adminTLS(c *zooCfg, log *zap.Logger) (func(net.Listener) net.Listener, error) {
 	force := c.propBool("zookeeper.admin.forceHttps")
 	unified := c.propBool("zookeeper.admin.portUnification")
+	needClient := c.propBool("zookeeper.admin.needClientAuth")
+	if needClient && !force {
+		return nil, fmt.Errorf("zkd: admin.needClientAuth=true needs admin.forceHttps=true (a plain HTTP request carries no certificate)")
+	}
+	if needClient && !hasX509Provider(c) {
+		return nil, fmt.Errorf("zkd: admin.needClientAuth=true needs the x509 auth provider (authProvider.x509=%s): the console reads as the certificate's x509 identity", x509ProviderClass)
+	}
 	if !force && !unified {
 		return nil, nil
 	}
@@ -206,8 +190,12 @@ func adminTLS(c *zooCfg, log *zap.Logger) (func(net.Listener) net.Listener, erro
 		// server; zkd says so at start.
 		return nil, fmt.Errorf("zkd: admin.forceHttps or admin.portUnification needs ssl.quorum.keyStore.location and ssl.quorum.trustStore.location (ZooKeeper's admin server uses the quorum stores)")
 	}
-	// As Jetty's SslContextFactory there: no client certificate asked for.
+	// As Jetty's SslContextFactory there: no client certificate asked for,
+	// unless admin.needClientAuth (ZooKeeper 3.9) requires one.
 	opts.ClientAuth = tlsconf.ClientAuthNone
+	if needClient {
+		opts.ClientAuth = tlsconf.ClientAuthNeed
+	}
 	r, err := tlsconf.NewReloader(opts, time.Second, func(err error) {
 		log.Warn("admin server key store changed but could not be reloaded; still using the previous one", zap.Error(err))
 	})

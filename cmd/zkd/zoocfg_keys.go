@@ -101,7 +101,7 @@ var zooCfgKeys = func() []zooCfgKey {
 		{"nio.sessionlessCnxnTimeout", honoured}, {"client.portUnification", honoured},
 		{"sslQuorum", honoured}, {"admin.forceHttps", honoured}, {"admin.portUnification", honoured},
 		{"serverCnxnFactory", noEffect},
-		{"admin.needClientAuth", refused}, {"letAnySaslUserDoX", refused},
+		{"admin.needClientAuth", honoured}, {"letAnySaslUserDoX", refused},
 		{"quorum.auth.enableSasl", honoured}, {"quorum.auth.learnerRequireSasl", honoured},
 		{"quorum.auth.serverRequireSasl", honoured},
 		{"quorum.auth.learner.saslLoginContext", honoured}, {"quorum.auth.server.saslLoginContext", honoured},

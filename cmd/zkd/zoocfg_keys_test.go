@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/zap"
+
 	"github.com/zkd/zkd/compat/zkproc"
 	"github.com/zkd/zkd/zab/tlsconf"
 )
@@ -63,12 +65,12 @@ func TestParseUnknownKeys(t *testing.T) {
 		}
 	}
 	// A refused key is known: it stops zkd rather than draw a warning.
-	c, err := cfgFrom(t, "admin.needClientAuth=true\n")
+	c, err := cfgFrom(t, "quorum.auth.enableSasl=true\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.UnknownKeys) != 0 || checkSecurityKeys(c) == nil {
-		t.Errorf("admin.needClientAuth=true: unknown %q, refused %v", c.UnknownKeys, checkSecurityKeys(c))
+	if _, _, _, err := configs(c, zap.NewNop()); len(c.UnknownKeys) != 0 || err == nil {
+		t.Errorf("quorum.auth.enableSasl=true: unknown %q, refused %v", c.UnknownKeys, err)
 	}
 }
 

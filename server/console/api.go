@@ -56,10 +56,20 @@ func (c *Console) api() http.Handler {
 
 // requestIdentity is the identity a request acts as: the one its
 // "Authorization: digest user:password" header names (as ZooKeeper 3.9's
-// admin server takes it), else the configured one, else nil.
+// admin server takes it), else the x509 identity of the client
+// certificate it presented over HTTPS (verified by the admin server's
+// TLS handshake against its trust store), else the configured one, else
+// nil.
 func (c *Console) requestIdentity(r *http.Request) (*identity, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+			subject, ids, err := c.src.X509Identity(r.TLS.VerifiedChains[0][0])
+			if err != nil {
+				return nil, fmt.Errorf("console: %w", err)
+			}
+			return &identity{scheme: "x509", user: subject, ids: ids}, nil
+		}
 		return c.ident, nil
 	}
 	scheme, cred, ok := strings.Cut(strings.TrimSpace(h), " ")
@@ -125,7 +135,13 @@ type ensembleView struct {
 	Raft      *raftView         `json:"raft,omitempty"`
 	Health    map[string]string `json:"health"`
 	Elections []election        `json:"elections"`
-	Problem   string            `json:"problem,omitempty"`
+	// ElectionsSince is when the console began recording elections (ms
+	// since the epoch): durations before it are not known.
+	ElectionsSince int64 `json:"elections_since"`
+	// Replication is every member's applied zxid, lag and readiness, as
+	// the leader knows them (the backend's "replication" command).
+	Replication map[string]any `json:"replication,omitempty"`
+	Problem     string         `json:"problem,omitempty"`
 }
 
 // raftView is this member's raft and disk figures.
@@ -151,6 +167,11 @@ func (c *Console) ensemble(*http.Request, *identity) (any, int, error) {
 		Zxid:      hexID(c.src.LastZxid()),
 		Health:    map[string]string{},
 		Elections: c.metrics.elections(),
+
+		ElectionsSince: c.started.UnixMilli(),
+	}
+	if m, ok := c.src.AdminCommand("replication"); ok {
+		v.Replication = m
 	}
 	if m, ok := c.src.AdminCommand("leader"); ok {
 		v.Leader = m

@@ -30,7 +30,7 @@ const consoleIdentity = "ops:ops-secret-pw"
 
 // chromium finds Debian's chromium (or another Chrome). Without one the
 // test is skipped, or fails under CI=true: CI must run it.
-func chromium(t *testing.T) string {
+func chromium(t testing.TB) string {
 	t.Helper()
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
@@ -47,7 +47,7 @@ func chromium(t *testing.T) string {
 
 // browser starts headless Chromium for the test. --no-sandbox is needed
 // as root (CI runs as root), where Chromium refuses its sandbox.
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -69,13 +69,13 @@ func browser(t *testing.T) context.Context {
 
 // run runs actions with a deadline, failing the test with what it waited
 // for.
-func run(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+func run(t testing.TB, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
 	value(t, ctx, what, chromedp.Steps(steps...))
 }
 
 // value runs one action with a deadline and returns its value.
-func value[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+func value[T any](t testing.TB, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -288,11 +288,77 @@ func TestIntegration_ConsoleEnsembleMemberDown(t *testing.T) {
 		chromedp.Navigate(base+"#/ensemble"),
 		chromedp.WaitVisible(chromedp.CSS(`#members tr[data-member="3"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`.banner.ok`)))
+	// Every member's applied zxid, as the leader knows it, reaches this
+	// member's page: a write's zxid shows on all three rows, all ready.
+	c := connect(t, members[0].Addr)
+	if _, err := c.Create("/progress", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, st, err := c.Get("/progress")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := func() string {
+		tctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		s, _ := chromedp.Run(tctx, chromedp.Evaluate[string](
+			`[...document.querySelectorAll("#members tr[data-member]")].map(r => r.dataset.member + " " +
+			  r.querySelector('[data-col=zxid]').textContent + " " + r.querySelector('[data-col=lag]').textContent + " " +
+			  r.querySelector('[data-col=ready]').textContent).join("; ")`))
+		return s
+	}
+	var got string
+	want := func(zxid int64) string {
+		z := fmt.Sprintf("0x%x", zxid)
+		return fmt.Sprintf("1 %s 0 ready; 2 %s 0 ready; 3 %s 0 ready", z, z, z)
+	}
+	// A later write (a session's) may move them on: any zxid at least
+	// the create's, the same on all three rows.
+	waitFor(t, "all three members ready at the create's zxid or later", func() bool {
+		got = rows()
+		var z int64
+		n, _ := fmt.Sscanf(got, "1 0x%x", &z)
+		return n == 1 && z >= st.Mzxid && got == want(z)
+	})
+	t.Logf("members: %s", got)
+	// The leader computes the table and the followers relay its copy:
+	// every member's replication command shows the three at that zxid.
+	for _, m := range members {
+		waitFor(t, "member "+m.AdminAddr+"'s replication table", func() bool {
+			res, err := http.Get("http://" + m.AdminAddr + "/commands/replication")
+			if err != nil {
+				return false
+			}
+			defer res.Body.Close()
+			var r struct {
+				Known   bool
+				Members []struct {
+					Zxid  string
+					Ready bool
+				}
+			}
+			if json.NewDecoder(res.Body).Decode(&r) != nil || !r.Known || len(r.Members) != 3 {
+				return false
+			}
+			for _, mp := range r.Members {
+				var z int64
+				if _, err := fmt.Sscanf(mp.Zxid, "0x%x", &z); err != nil || z < st.Mzxid || !mp.Ready {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	shoot(t, ctx, "ensemble-3")
 
 	members[2].Kill()
 	run(t, ctx, "still serving with one member down",
 		chromedp.WaitVisible(chromedp.CSS(`.banner.ok`)))
+	waitFor(t, "member 3 shown as not in touch", func() bool {
+		got = rows()
+		return strings.Contains(got, "; 3 ") && strings.HasSuffix(got, "not in touch")
+	})
+	t.Logf("members with 3 down: %s", got)
 	members[1].Kill()
 	// The banner may first say the member knows no leader (the leader
 	// went first) and only later, once this member stops serving, that it

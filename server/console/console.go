@@ -1,6 +1,7 @@
 package console
 
 import (
+	"crypto/x509"
 	"embed"
 	"errors"
 	"fmt"
@@ -35,6 +36,9 @@ type Source interface {
 	// Identity returns the ids a client would carry after "addauth
 	// scheme credential", or an error for a scheme it cannot vouch for.
 	Identity(scheme, credential string) ([]jute.Id, error)
+	// X509Identity returns the ids and subject a client would carry after
+	// presenting cert, verified, on a secure client port.
+	X509Identity(cert *x509.Certificate) (subject string, ids []jute.Id, err error)
 	// FencingToken returns a lock node's signed fencing token as a client
 	// with auth would read it at /zookeeper/fencing<lock node>.
 	FencingToken(lockNode string, auth []jute.Id) ([]byte, error)
@@ -56,6 +60,10 @@ type Config struct {
 	Window time.Duration
 	// Logger receives the sampler's errors; default none.
 	Logger *zap.Logger
+	// ElectionsFile, if set, keeps the elections the Ensemble page lists
+	// across restarts (a small JSON file; zkd puts it in the data
+	// directory). "" keeps them in memory only.
+	ElectionsFile string
 }
 
 // Validate names the first bad field.
@@ -95,6 +103,7 @@ type Console struct {
 	ident   *identity // nil: none configured
 	metrics *sampler
 	assets  fs.FS
+	started time.Time // when the sampler began: elections are recorded since
 
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -119,7 +128,7 @@ func New(src Source, cfg Config) (*Console, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = zap.NewNop()
 	}
-	c := &Console{src: src, cfg: cfg, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &Console{src: src, cfg: cfg, started: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	if cfg.Identity != "" {
 		id, err := parseIdentity(src, cfg.Identity)
 		if err != nil {
@@ -133,6 +142,23 @@ func New(src Source, cfg Config) (*Console, error) {
 	}
 	c.assets = sub
 	c.metrics = newSampler(src, int(cfg.Window/cfg.SampleInterval)+1)
+	if cfg.ElectionsFile != "" {
+		since, els, err := loadElections(cfg.ElectionsFile)
+		if err != nil {
+			// A lost history is no reason to stop a member: say so and
+			// start a new one.
+			cfg.Logger.Warn("console: the elections recorded before this start are lost", zap.String("file", cfg.ElectionsFile), zap.Error(err))
+		} else if !since.IsZero() {
+			c.started = since
+			c.metrics.mu.elections = els
+		}
+		c.metrics.persist = func(els []election) {
+			if err := saveElections(cfg.ElectionsFile, c.started, els); err != nil {
+				cfg.Logger.Warn("console: could not record an election", zap.String("file", cfg.ElectionsFile), zap.Error(err))
+			}
+		}
+		c.metrics.persist(c.metrics.elections()) // records since when
+	}
 	go c.sampleLoop()
 	return c, nil
 }

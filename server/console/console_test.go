@@ -1,6 +1,7 @@
 package console
 
 import (
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -63,6 +66,13 @@ func (f *fakeSource) Identity(scheme, cred string) ([]jute.Id, error) {
 		ids = append(ids, jute.Id{Scheme: "super"})
 	}
 	return ids, nil
+}
+
+// X509Identity stands for server.Server.X509Identity (tested with a real
+// zkd in TestIntegration_ConsoleX509): x509 and the subject's CN.
+func (f *fakeSource) X509Identity(cert *x509.Certificate) (string, []jute.Id, error) {
+	subject := "CN=" + cert.Subject.CommonName
+	return subject, []jute.Id{{Scheme: "x509", Id: subject}}, nil
 }
 
 const (
@@ -458,5 +468,57 @@ func TestSamplerRing(t *testing.T) {
 	}
 	if el := s.elections(); len(el) != 1 || el[0].DurationMs != 250 {
 		t.Errorf("elections = %+v, want one of 250 ms", el)
+	}
+}
+
+// TestElectionsKeptAcrossRestarts: with an ElectionsFile, the elections
+// and the time recording began survive a restart of the console (of the
+// member), the elections a process had before its first sample (its
+// start-up election) are recorded, and a damaged file starts a new
+// history rather than stopping the member.
+func TestElectionsKeptAcrossRestarts(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "console-elections.json")
+	elections := func(cnt, sum int) *fakeSource {
+		src := newFake(t)
+		src.monitor = []server.KeyValue{{Key: "zk_cnt_election_time", Value: strconv.Itoa(cnt)}, {Key: "zk_sum_election_time", Value: strconv.Itoa(sum)}}
+		return src
+	}
+	open := func(src Source, want int) (*Console, []election) {
+		t.Helper()
+		c, err := New(src, Config{SampleInterval: time.Hour, ElectionsFile: file})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		deadline := time.Now().Add(10 * time.Second)
+		for len(c.metrics.elections()) < want && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return c, c.metrics.elections()
+	}
+	c1, els := open(elections(1, 300), 1)
+	if len(els) != 1 || els[0].DurationMs != 300 || els[0].Count != 1 {
+		t.Fatalf("first start: elections %+v, want the start-up one of 300 ms", els)
+	}
+	c1.Close()
+	since := c1.started.UnixMilli()
+
+	// The restarted process counts from zero again: two elections, 500 ms.
+	c2, els := open(elections(2, 500), 2)
+	if len(els) != 2 || els[0].DurationMs != 300 || els[1].DurationMs != 250 || els[1].Count != 2 {
+		t.Fatalf("after a restart: elections %+v, want the recorded one then 2 of 250 ms mean", els)
+	}
+	_, body := get(t, c2, "GET", "/console/api/ensemble", nil)
+	if v := decode[ensembleView](t, body); v.ElectionsSince != since {
+		t.Errorf("elections_since %d after a restart, want the first start's %d", v.ElectionsSince, since)
+	}
+	c2.Close()
+
+	if err := os.WriteFile(file, []byte("not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c3, els := open(elections(0, 0), 0)
+	if len(els) != 0 || c3.started.UnixMilli() < since {
+		t.Errorf("damaged file: elections %+v since %v, want a new history", els, c3.started)
 	}
 }

@@ -1,7 +1,13 @@
 package console
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,11 +35,14 @@ type sample struct {
 	Values []float64 `json:"v"` // by series index; NaN never: missing is 0
 }
 
-// election is one leader election seen by the sampler: when it ended and
+// election is a leader election seen by the sampler: by when it ended and
 // how long it took (mntr's election_time summary grew between samples).
+// Count elections ended between two samples are one entry, with their
+// mean duration.
 type election struct {
 	At         int64   `json:"at"`
 	DurationMs float64 `json:"duration_ms"`
+	Count      int     `json:"count"`
 }
 
 // maxElections is how many elections the Ensemble page lists.
@@ -42,17 +51,19 @@ const maxElections = 10
 // sampler keeps the last n samples in a ring, and the last elections.
 type sampler struct {
 	src Source
-	mu  struct {
+	// persist, if set, is given the elections after each new one, outside
+	// the lock.
+	persist func([]election)
+	mu      struct {
 		sync.Mutex
-		ring       []sample
-		next       int // where the next sample goes
-		full       bool
-		lastPkts   float64
-		lastT      time.Time
-		elections  []election
-		electCnt   float64
-		electSum   float64
-		electKnown bool
+		ring      []sample
+		next      int // where the next sample goes
+		full      bool
+		lastPkts  float64
+		lastT     time.Time
+		elections []election
+		electCnt  float64
+		electSum  float64
 	}
 }
 
@@ -75,7 +86,6 @@ func (s *sampler) sample(now time.Time) {
 	}
 	pkts := num("packets_received")
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	rate := 0.0
 	if !s.mu.lastT.IsZero() {
 		if dt := now.Sub(s.mu.lastT).Seconds(); dt > 0 && pkts >= s.mu.lastPkts {
@@ -98,14 +108,76 @@ func (s *sampler) sample(now time.Time) {
 	s.mu.next = (s.mu.next + 1) % len(s.mu.ring)
 	s.mu.full = s.mu.full || s.mu.next == 0
 	cnt, sum := num("cnt_election_time"), num("sum_election_time")
-	if s.mu.electKnown && cnt > s.mu.electCnt {
+	var changed []election
+	// Before the first sample, the counts start from the process's start
+	// (mntr's summary is this process's): the elections since then, the
+	// member's own start-up election among them, are recorded too.
+	if cnt > s.mu.electCnt {
 		// One or more elections since the last sample: their mean.
-		s.mu.elections = append(s.mu.elections, election{At: now.UnixMilli(), DurationMs: (sum - s.mu.electSum) / (cnt - s.mu.electCnt)})
+		s.mu.elections = append(s.mu.elections, election{At: now.UnixMilli(), DurationMs: (sum - s.mu.electSum) / (cnt - s.mu.electCnt), Count: int(cnt - s.mu.electCnt)})
 		if len(s.mu.elections) > maxElections {
 			s.mu.elections = s.mu.elections[1:]
 		}
+		changed = append([]election{}, s.mu.elections...)
 	}
-	s.mu.electCnt, s.mu.electSum, s.mu.electKnown = cnt, sum, true
+	s.mu.electCnt, s.mu.electSum = cnt, sum
+	s.mu.Unlock()
+	if changed != nil && s.persist != nil {
+		s.persist(changed)
+	}
+}
+
+// electionsFile is Config.ElectionsFile's content.
+type electionsFile struct {
+	Since     int64      `json:"since"` // when recording began, ms since the epoch
+	Elections []election `json:"elections"`
+}
+
+// loadElections reads path; a missing file is no history (zero since).
+func loadElections(path string) (time.Time, []election, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return time.Time{}, nil, nil
+	}
+	if err != nil {
+		return time.Time{}, nil, err
+	}
+	var f electionsFile
+	if err := json.Unmarshal(b, &f); err != nil || f.Since <= 0 {
+		return time.Time{}, nil, fmt.Errorf("console: %s is not an elections file: %v", path, err)
+	}
+	if len(f.Elections) > maxElections {
+		f.Elections = f.Elections[len(f.Elections)-maxElections:]
+	}
+	return time.UnixMilli(f.Since), f.Elections, nil
+}
+
+// saveElections replaces path atomically (write, fsync, rename).
+func saveElections(path string, since time.Time, els []election) error {
+	b, err := json.Marshal(electionsFile{Since: since.UnixMilli(), Elections: els})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // points returns the samples oldest first.

@@ -73,14 +73,34 @@ async function ensemblePage(gen) {
     else out.push(banner("ok", "serving clients as " + e.mode));
     out.push(kv([["mode", e.mode], ["serving", String(e.serving)], ["applied zxid", e.zxid],
       ["leader", e.leader ? (e.leader.leader_id !== undefined ? "server " + e.leader.leader_id + " (" + (e.leader.leader_ip || "") + ")" : "none known") : "standalone"]]));
-    if (e.members) {
+    const rep = e.replication && e.replication.known ? e.replication : null;
+    if (e.members || rep) {
       const me = e.zab ? String(e.zab.myid) : "";
       const leader = e.leader && e.leader.leader_id !== undefined ? String(e.leader.leader_id) : "";
+      const byId = {};
+      for (const id of Object.keys(e.members || {})) byId[id] = { id: id, address: e.members[id] };
+      for (const m of rep ? rep.members : []) byId[String(m.id)] = Object.assign(byId[String(m.id)] || { id: String(m.id) }, { p: m });
+      if (!rep && byId[me]) {
+        // No leader's table: this member's own row from its own figures.
+        byId[me].p = { known: true, zxid: e.zxid, applied_index: e.raft ? e.raft.applied_index : "?", lag: "?",
+          ready: false, in_touch: false, serving: e.serving, leader: false, report_age_ms: 0, self: true };
+      }
+      const cell = (m, f) => m.p && m.p.known ? f(m.p) : "?";
       out.push(h("h2", {}, "Members"));
-      out.push(h("table", { id: "members" }, h("tr", {}, h("th", {}, "id"), h("th", {}, "address"), h("th", {}, "role")),
-        Object.keys(e.members).sort().map(id => h("tr", { "data-member": id }, h("td", {}, id + (id === me ? " (this member)" : "")),
-          h("td", { class: "mono" }, e.members[id]), h("td", {}, id === leader ? "leader" : "follower")))));
-      out.push(h("p", { class: "muted" }, "Other members' applied zxid and lag are shown on their own consoles."));
+      out.push(h("table", { id: "members" },
+        h("tr", {}, ["id", "address", "role", "applied zxid", "applied index", "lag (entries)", "ready", "last report"].map(t => h("th", {}, t))),
+        Object.values(byId).sort((a, b) => a.id - b.id).map(m => h("tr", { "data-member": m.id },
+          h("td", {}, m.id + (m.id === me ? " (this member)" : "")),
+          h("td", { class: "mono" }, m.address || "observer"),
+          h("td", {}, m.id === leader ? "leader" : (m.p && m.p.observer ? "observer" : "follower")),
+          h("td", { class: "mono", "data-col": "zxid" }, cell(m, p => p.zxid)),
+          h("td", { class: "mono" }, cell(m, p => p.applied_index)),
+          h("td", { class: "mono", "data-col": "lag" }, cell(m, p => p.lag)),
+          h("td", { "data-col": "ready", class: m.p && m.p.ready ? "ok" : "badtext" }, m.p ? (m.p.ready ? "ready" : (!m.p.known ? "never reported" : !m.p.in_touch ? "not in touch" : !m.p.serving ? "not serving" : "catching up")) : "unknown"),
+          h("td", {}, cell(m, p => p.self ? "its own figures" : p.leader ? "leader" : ago(p.report_age_ms) + " ago"))))));
+      out.push(h("p", { class: "muted" }, rep
+        ? "As the leader (server " + rep.leader_id + ") knows it: commit index " + rep.commit_index + (rep.age_ms ? ", its table " + ago(rep.age_ms) + " old" : "") + ". Lag is the leader's commit index minus the member's applied index; ready means in touch, serving, and within the synced lag."
+        : "The leader's view of each member's progress is not available here: this member is not in touch with a leader."));
     }
     if (e.raft) {
       const r = e.raft;
@@ -94,10 +114,12 @@ async function ensemblePage(gen) {
       out.push(h("h2", {}, "Health (mntr)"));
       out.push(kv(Object.entries(e.health)));
     }
-    out.push(h("h2", {}, "Elections seen by this console"));
+    out.push(h("h2", {}, "Elections"));
+    out.push(h("p", { class: "muted", id: "elections-since" }, "Elections this member saw since " + new Date(e.elections_since).toLocaleString() +
+      " (kept across its restarts in its data directory; while it is down it sees none); earlier ones are not known." + (e.raft && e.mode !== "standalone" ? " Raft term " + e.raft.term + ": the ensemble began at term 1 and every election starts a term, so it has held " + Math.max(e.raft.term - 1, 0) + " (counting any that chose no leader) since it began." : "")));
     out.push(e.elections.length ? h("table", {}, h("tr", {}, h("th", {}, "ended"), h("th", {}, "duration")),
-      e.elections.slice().reverse().map(x => h("tr", {}, h("td", {}, new Date(x.at).toLocaleString()), h("td", {}, x.duration_ms.toFixed(0) + " ms"))))
-      : h("p", { class: "muted" }, "none since this member started"));
+      e.elections.slice().reverse().map(x => h("tr", {}, h("td", {}, new Date(x.at).toLocaleString()), h("td", {}, x.duration_ms.toFixed(0) + " ms" + (x.count > 1 ? " (mean of " + x.count + " elections between two samples)" : "")))))
+      : h("p", { class: "muted" }, "none since then"));
     render(gen, ...out);
   });
 }
