@@ -133,6 +133,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if warning != "" {
 		fmt.Fprintln(stderr, warning)
 	}
+	if creds != nil {
+		creds.errOut = stderr
+	}
 	sh.sasl = creds
 	fmt.Fprintln(sh.out, "Connecting to "+o.server)
 	release := holdEvents(sh)
