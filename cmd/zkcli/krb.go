@@ -169,8 +169,11 @@ func (k *krbLogin) fromCache() (*krb5client.Client, error) {
 // exchange starts a GSSAPI exchange with the server dialled at addr,
 // connected at ip: the service principal is zookeeper.server.principal,
 // or service/host where host is addr's host, replaced by ip's canonical
-// name (reverse DNS, confirmed forward) when canonicalize is on, as
-// SaslServerPrincipal does.
+// name (reverse DNS, confirmed forward) when canonicalize is on or addr
+// is a literal IP, as SaslServerPrincipal does; the host is lowercased,
+// as Java's Kerberos does it for a host-based service name. (Java's
+// Kerberos also canonicalizes the host itself unless krb5.conf says
+// dns_canonicalize_hostname = false; zkcli does not.)
 func (k *krbLogin) exchange(addr string, ip net.IP) (*sasl.GSSAPIClient, error) {
 	kc, err := k.login()
 	if err != nil {
@@ -186,13 +189,19 @@ func (k *krbLogin) exchange(addr string, ip net.IP) (*sasl.GSSAPIClient, error) 
 		service, host, _ = strings.Cut(name, "/")
 	} else {
 		host, _, _ = net.SplitHostPort(addr)
-		if k.canonicalize {
+		// An address given as a literal IP has no name: Java's
+		// InetSocketAddress.getHostName looks it up, whatever
+		// canonicalize says. A name is kept unless canonicalized.
+		if k.canonicalize || net.ParseIP(host) != nil {
 			host = canonicalHost(host, ip)
 		}
 	}
 	if host == "" {
 		return nil, fmt.Errorf("server principal %q has no host part (service/host)", k.serverPrincipal)
 	}
+	// Java's Kerberos (and MIT's) lowercase a host-based service name's
+	// host.
+	host = strings.ToLower(host)
 	if realm != "" && realm != kc.Credentials.Realm() {
 		return nil, fmt.Errorf("server realm %s differs from the client's realm %s: zkcli does not implement cross-realm Kerberos", realm, kc.Credentials.Realm())
 	}

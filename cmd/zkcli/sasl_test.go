@@ -164,9 +164,10 @@ func TestIntegration_SASL(t *testing.T) {
 // ZooKeeper 3.8 (a real MIT KDC, the server's Server section as
 // compat/sasl sets it up), from a keytab or a credential cache, and whoami
 // shows the principal as the sasl identity; the server principal follows
-// zookeeper.sasl.client.username and the canonicalize-hostname setting
-// (127.0.0.1 canonicalizes to localhost; without canonicalization
-// zookeeper/127.0.0.1 is no principal). Failures end in AuthFailed with
+// zookeeper.sasl.client.username, zookeeper.server.principal and the
+// host as zkCli.sh builds it (127.0.0.1 becomes localhost, with
+// canonicalization or without, and LOCALHOST localhost: zkCli.sh
+// authenticates in these cases too, and fails with username zk). Failures end in AuthFailed with
 // one line saying why, promptly: a keytab of old keys, a deleted
 // principal, an expired ticket, an unknown service.
 func TestIntegration_SASLGSSAPI(t *testing.T) {
@@ -220,9 +221,12 @@ func TestIntegration_SASLGSSAPI(t *testing.T) {
 		{name: "keytab", host: "localhost", flags: flags(good), want: ok},
 		{name: "ticket cache", host: "localhost", flags: flags(cacheJAAS("cc.conf", cache)), want: ok},
 		{name: "canonicalized address", host: "127.0.0.1", flags: flags(good), want: ok},
-		{name: "canonicalize off", host: "127.0.0.1", flags: flags(good, "-Dzookeeper.sasl.client.canonicalize.hostname=false"),
-			want: []string{"state:AuthFailed", "service ticket for zookeeper/127.0.0.1@" + realm}},
-		{name: "canonicalize off, named host", host: "localhost", flags: flags(good, "-Dzookeeper.sasl.client.canonicalize.hostname=false"), want: ok},
+		// A literal IP is looked up even without canonicalization (Java's
+		// InetSocketAddress.getHostName), and the host is lowercased.
+		{name: "canonicalize off, address", host: "127.0.0.1", flags: flags(good, "-Dzookeeper.sasl.client.canonicalize.hostname=false"), want: ok},
+		{name: "canonicalize off, upper case", host: "LOCALHOST", flags: flags(good, "-Dzookeeper.sasl.client.canonicalize.hostname=false"), want: ok},
+		{name: "server principal", host: "localhost", flags: flags(good, "-Dzookeeper.server.principal=zookeeper/nohost@"+realm),
+			want: []string{"state:AuthFailed", "service ticket for zookeeper/nohost@" + realm}},
 		{name: "service name", host: "localhost", flags: flags(good, "-Dzookeeper.sasl.client.username=zk"),
 			want: []string{"state:AuthFailed", "service ticket for zk/localhost@" + realm}},
 		{name: "old keytab", host: "localhost", flags: flags(keytabJAAS("old.conf", "bob@"+realm, oldBob)),
