@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -169,12 +170,15 @@ func TestIntegration_SASL(t *testing.T) {
 // canonicalization or without, and LOCALHOST localhost: zkCli.sh
 // authenticates in these cases too, and fails with username zk). Failures end in AuthFailed with
 // one line saying why, promptly: a keytab of old keys, a deleted
-// principal, an expired ticket, an unknown service.
+// principal, an unreachable KDC, an expired ticket, an unknown service,
+// a server whose keytab is stale (the server refuses).
 func TestIntegration_SASLGSSAPI(t *testing.T) {
 	zkproc.RequireZooKeeper(t)
 	const realm = "ZKD.TEST"
 	kdc := krb5kdc.Start(t, realm)
 	kdc.AddPrincipal("zookeeper/localhost")
+	oldServerKeytab := kdc.Keytab("zk-old.keytab", "zookeeper/localhost")
+	kdc.Rekey("zookeeper/localhost")
 	serverKeytab := kdc.Keytab("zk.keytab", "zookeeper/localhost")
 	kdc.AddPrincipal("bob")
 	oldBob := kdc.Keytab("bob-old.keytab", "bob")
@@ -193,8 +197,13 @@ func TestIntegration_SASLGSSAPI(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	serverJAAS := writeFile(t, dir, "server.conf", `Server { com.sun.security.auth.module.Krb5LoginModule required
-  useKeyTab=true keyTab="`+serverKeytab+`" storeKey=true useTicketCache=false principal="zookeeper/localhost@`+realm+`"; };`)
+	// The server's keytab; a stale one holds keys the KDC no longer has
+	// (isInitiator=false, so that the server starts with it).
+	serverJAAS := func(name, keytab, extra string) string {
+		return writeFile(t, dir, name, `Server { com.sun.security.auth.module.Krb5LoginModule required
+  useKeyTab=true keyTab="`+keytab+`" storeKey=true useTicketCache=false `+extra+` principal="zookeeper/localhost@`+realm+`"; };`)
+	}
+	jaasFiles := map[bool]string{false: serverJAAS("server.conf", serverKeytab, ""), true: serverJAAS("stale.conf", oldServerKeytab, "isInitiator=false")}
 	keytabJAAS := func(name, principal, keytab string) string {
 		return writeFile(t, dir, name, `Client { com.sun.security.auth.module.Krb5LoginModule required
   useKeyTab=true keyTab="`+keytab+`" storeKey=true useTicketCache=false principal="`+principal+`"; };`)
@@ -207,6 +216,8 @@ func TestIntegration_SASLGSSAPI(t *testing.T) {
 	flags := func(jaas string, extra ...string) string {
 		return strings.Join(append([]string{"-Djava.security.auth.login.config=" + jaas, "-Djava.security.krb5.conf=" + kdc.Conf}, extra...), " ")
 	}
+	// A krb5.conf naming a KDC where nothing listens.
+	deadKDC := writeFile(t, dir, "dead-krb5.conf", "[libdefaults]\n default_realm = "+realm+"\n[realms]\n "+realm+" = {\n  kdc = 127.0.0.1:"+strconv.Itoa(zkproc.FreePort(t))+"\n }\n")
 	for deadline := time.Now().Add(20 * time.Second); !kdc.Expired(short); time.Sleep(100 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("a 1s ticket still valid after 20s")
@@ -216,6 +227,7 @@ func TestIntegration_SASLGSSAPI(t *testing.T) {
 	ok := []string{"state:SaslAuthenticated", "sasl: bob@" + realm}
 	tests := []struct {
 		name, host, flags string
+		staleServer       bool
 		want              []string // in stdout and stderr
 	}{
 		{name: "keytab", host: "localhost", flags: flags(good), want: ok},
@@ -233,27 +245,39 @@ func TestIntegration_SASLGSSAPI(t *testing.T) {
 			want: []string{"state:AuthFailed", "Kerberos login of bob@" + realm + " with keyTab " + oldBob}},
 		{name: "unknown principal", host: "localhost", flags: flags(keytabJAAS("eve.conf", "eve@"+realm, eve)),
 			want: []string{"state:AuthFailed", "Kerberos login of eve@" + realm}},
+		{name: "KDC unreachable", host: "localhost", flags: flags(good, "-Djava.security.krb5.conf="+deadKDC),
+			want: []string{"state:AuthFailed", "Kerberos login of bob@" + realm}},
+		{name: "stale server keytab", host: "localhost", flags: flags(good), staleServer: true,
+			want: []string{"state:AuthFailed", "SASL authentication to localhost:"}},
 		{name: "expired ticket", host: "localhost", flags: flags(cacheJAAS("short.conf", short)),
 			want: []string{"state:AuthFailed", "credential cache " + short + ": the ticket of bob@" + realm + " expired"}},
 	}
 	for _, kind := range []zkproc.Kind{zkproc.KindZkd, zkproc.KindZooKeeper} {
 		t.Run(string(kind), func(t *testing.T) {
-			jvm := []string{"-Djava.security.auth.login.config=" + serverJAAS, "-Djava.security.krb5.conf=" + kdc.Conf}
-			opts := zkproc.Options{ExtraCfg: map[string]string{"authProvider.1": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"}}
-			var srv *zkproc.Server
-			if kind == zkproc.KindZkd {
-				opts.Env = []string{"SERVER_JVMFLAGS=" + strings.Join(jvm, " ")}
-				srv = zkproc.StartZkd(t, opts)
-			} else {
-				opts.JVMFlags = jvm
-				srv = zkproc.StartZooKeeper(t, opts)
+			servers := map[bool]string{} // port by staleServer
+			port := func(stale bool) string {
+				if p, ok := servers[stale]; ok {
+					return p
+				}
+				jvm := []string{"-Djava.security.auth.login.config=" + jaasFiles[stale], "-Djava.security.krb5.conf=" + kdc.Conf}
+				opts := zkproc.Options{ExtraCfg: map[string]string{"authProvider.1": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"}}
+				var srv *zkproc.Server
+				if kind == zkproc.KindZkd {
+					opts.Env = []string{"SERVER_JVMFLAGS=" + strings.Join(jvm, " ")}
+					srv = zkproc.StartZkd(t, opts)
+				} else {
+					opts.JVMFlags = jvm
+					srv = zkproc.StartZooKeeper(t, opts)
+				}
+				_, servers[stale], _ = strings.Cut(srv.Addr, ":")
+				return servers[stale]
 			}
-			_, port, _ := strings.Cut(srv.Addr, ":")
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
+					p := port(tt.staleServer)
 					t.Setenv("CLIENT_JVMFLAGS", tt.flags)
 					start := time.Now()
-					r := runCLI(t, tt.host+":"+port, nil, "whoami")
+					r := runCLI(t, tt.host+":"+p, nil, "whoami")
 					out := r.out + r.err
 					for _, w := range tt.want {
 						if !strings.Contains(out, w) {
