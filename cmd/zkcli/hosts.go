@@ -1,8 +1,11 @@
 package main
 
 import (
+	"context"
 	"math/rand"
+	"net"
 	"sync"
+	"time"
 )
 
 // namedHosts is go-zk's HostProvider without go-zk's DNS resolution: it
@@ -18,7 +21,20 @@ type namedHosts struct {
 }
 
 // Init takes the servers of the connection string, in a random order.
+// As go-zk's DNSHostProvider, it fails when a server's name does not
+// resolve, so that zkcli reports it at once rather than retrying.
 func (h *namedHosts) Init(servers []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		host, _, err := net.SplitHostPort(s)
+		if err != nil {
+			return err
+		}
+		if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {
+			return err
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.servers = append([]string(nil), servers...)
