@@ -36,8 +36,12 @@
 // SASL is configured as for zkCli.sh: a JAAS file named by
 // -Djava.security.auth.login.config in CLIENT_JVMFLAGS (or JVMFLAGS) whose
 // Client section (-Dzookeeper.sasl.clientconfig) has a DigestLoginModule
-// with username and password; every connection then authenticates by
-// DIGEST-MD5 before other requests go out.
+// with username and password, or a Krb5LoginModule with a keytab or a
+// credential cache (the KDC found through -Djava.security.krb5.conf);
+// every connection then authenticates by DIGEST-MD5 or GSSAPI before
+// other requests go out. The GSSAPI server principal follows
+// zookeeper.sasl.client.username, zookeeper.sasl.client.canonicalize.hostname,
+// zookeeper.server.principal and zookeeper.server.realm as in ZooKeeper 3.8.
 package main
 
 import (
@@ -132,6 +136,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if warning != "" {
 		fmt.Fprintln(stderr, warning)
+	}
+	if creds != nil {
+		creds.errOut = stderr
 	}
 	sh.sasl = creds
 	fmt.Fprintln(sh.out, "Connecting to "+o.server)

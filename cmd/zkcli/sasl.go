@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strings"
 
@@ -12,18 +14,23 @@ import (
 // stateSaslAuthenticated is Watcher.Event.KeeperState.SaslAuthenticated.
 const stateSaslAuthenticated int32 = 6
 
-// saslCreds are the DIGEST-MD5 credentials of a JAAS Client section.
+// saslCreds are the credentials of a JAAS Client section: DIGEST-MD5's
+// username and password, or (krb set) a Kerberos login for GSSAPI.
 type saslCreds struct {
 	user, password string
+	krb            *krbLogin
+	// errOut, if set, receives the reason an exchange failed.
+	errOut io.Writer
 }
 
 // saslFromEnv reads the SASL settings zkCli.sh takes from CLIENT_JVMFLAGS
 // and JVMFLAGS: -Djava.security.auth.login.config names a JAAS file whose
 // section -Dzookeeper.sasl.clientconfig (default "Client") holds a
-// DigestLoginModule with username and password options;
-// -Dzookeeper.sasl.client=false turns SASL off. It returns nil when SASL
-// is not configured, and a warning to print when the file has no such
-// section (the Java client then connects without SASL, and so does zkcli).
+// DigestLoginModule with username and password options, or a
+// Krb5LoginModule (see krbFromModule); -Dzookeeper.sasl.client=false
+// turns SASL off. It returns nil when SASL is not configured, and a
+// warning to print when the file has no such section (the Java client
+// then connects without SASL, and so does zkcli).
 func saslFromEnv(env []string) (creds *saslCreds, warning string, err error) {
 	props := jvmFlagProps(env)
 	path, ok := props["java.security.auth.login.config"]
@@ -47,29 +54,61 @@ func saslFromEnv(env []string) (creds *saslCreds, warning string, err error) {
 		return nil, fmt.Sprintf("JAAS file %s has no section %q: connecting without SASL", path, section), nil
 	}
 	for _, m := range mods {
-		if m.Class != sasl.DigestLoginModule {
-			return nil, "", fmt.Errorf("zkcli: %s: section %s uses %s; zkcli speaks DIGEST-MD5 only (%s)", path, section, m.Class, sasl.DigestLoginModule)
-		}
-		user, _ := m.Option("username")
-		password, _ := m.Option("password")
-		if user != "" {
-			return &saslCreds{user: user, password: password}, "", nil
+		switch m.Class {
+		case sasl.DigestLoginModule:
+			user, _ := m.Option("username")
+			password, _ := m.Option("password")
+			if user != "" {
+				return &saslCreds{user: user, password: password}, "", nil
+			}
+		case sasl.Krb5LoginModule:
+			krb, err := krbFromModule(m, props, env)
+			if err != nil {
+				return nil, "", fmt.Errorf("zkcli: %s: section %s: %w", path, section, err)
+			}
+			return &saslCreds{krb: krb}, "", nil
+		default:
+			return nil, "", fmt.Errorf("zkcli: %s: section %s uses %s; zkcli speaks DIGEST-MD5 (%s) and Kerberos (%s) only", path, section, m.Class, sasl.DigestLoginModule, sasl.Krb5LoginModule)
 		}
 	}
 	return nil, "", fmt.Errorf("zkcli: %s: section %s has no username option", path, section)
 }
 
-// authenticateSASL runs the DIGEST-MD5 exchange on a new connection w, as
+// saslMechanism is one connection's client exchange: sasl.Client
+// (DIGEST-MD5) or sasl.GSSAPIClient.
+type saslMechanism interface {
+	Evaluate(challenge []byte) ([]byte, error)
+	Complete() bool
+}
+
+// start begins an exchange with the server dialled at addr, connected at
+// ip, and returns its first token.
+func (c *saslCreds) start(addr string, ip net.IP) (saslMechanism, []byte, error) {
+	if c.krb == nil {
+		cl := sasl.NewClient(c.user, c.password, nil)
+		return cl, cl.First(), nil
+	}
+	cl, err := c.krb.exchange(addr, ip)
+	if err != nil {
+		return nil, nil, err
+	}
+	first, err := cl.First()
+	return cl, first, err
+}
+
+// authenticateSASL runs the SASL exchange on a new connection w, as
 // the Java client does after every handshake; other requests wait for it
 // (ready). Success reports SaslAuthenticated; a refusal reports AuthFailed
 // and ends the session. A connection lost meanwhile leaves it to the next
 // handshake.
 func (s *Session) authenticateSASL(w *wireConn) {
-	cl := sasl.NewClient(s.sasl.user, s.sasl.password, nil)
-	token := cl.First()
-	var failure error
 	lost := false
-	for !cl.Complete() {
+	var ip net.IP
+	if a, ok := w.RemoteAddr().(*net.TCPAddr); ok {
+		ip = a.IP
+	}
+	cl, token, failure := s.sasl.start(w.addr, ip)
+	for failure == nil && !cl.Complete() {
 		ch, err := w.send(s.xid.Add(1), jute.OpSASL, &jute.GetSASLRequest{Token: token})
 		if err != nil {
 			lost = true
@@ -81,7 +120,7 @@ func (s *Session) authenticateSASL(w *wireConn) {
 			break
 		}
 		if r.hdr.Err != 0 {
-			failure = jute.Code(r.hdr.Err)
+			failure = fmt.Errorf("server %s refused the SASL exchange: %w", w.addr, jute.Code(r.hdr.Err))
 			break
 		}
 		var resp jute.SetSASLResponse
@@ -89,9 +128,7 @@ func (s *Session) authenticateSASL(w *wireConn) {
 			failure = err
 			break
 		}
-		if token, failure = cl.Evaluate(resp.Token); failure != nil {
-			break
-		}
+		token, failure = cl.Evaluate(resp.Token)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,13 +140,16 @@ func (s *Session) authenticateSASL(w *wireConn) {
 	// alone, as the Java client does.
 	held := s.mu.heldDisconnected
 	s.mu.saslPending, s.mu.authing, s.mu.heldDisconnected = false, false, false
-	if lost {
+	if lost && failure == nil {
 		if held {
 			s.onEvent(jute.WatcherEvent{Type: jute.EventNone, State: jute.StateDisconnected})
 		}
 		return
 	}
 	if failure != nil {
+		if s.sasl.errOut != nil {
+			fmt.Fprintf(s.sasl.errOut, "zkcli: SASL authentication to %s failed: %v\n", w.addr, failure)
+		}
 		s.setStateLocked(stateAuthFailed)
 		s.onEvent(jute.WatcherEvent{Type: jute.EventNone, State: jute.StateAuthFailed})
 		go s.conn().Close()

@@ -101,6 +101,7 @@ func Dial(host string, timeout time.Duration, onEvent func(jute.WatcherEvent), c
 		zk.WithLogger(nopLogger{}),
 		zk.WithLogInfo(false),
 		zk.WithDialer(s.dial),
+		zk.WithHostProvider(&namedHosts{}),
 		zk.WithEventCallback(s.event))
 	if err != nil {
 		return nil, err
@@ -132,6 +133,7 @@ func (s *Session) dial(network, addr string, timeout time.Duration) (net.Conn, e
 	}
 	c.SetDeadline(time.Time{})
 	w := newWireConn(c, s.noteZxid)
+	w.addr = addr
 	s.mu.Lock()
 	s.mu.wire = w
 	s.mu.Unlock()

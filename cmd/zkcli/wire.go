@@ -47,6 +47,9 @@ type wireConn struct {
 
 	// onZxid, if set, is called with the zxid of every reply read.
 	onZxid func(int64)
+	// addr is the address dialled, host:port as the connection string
+	// names it (GSSAPI names the server principal after its host).
+	addr string
 
 	mu struct {
 		sync.Mutex

@@ -34,6 +34,13 @@
 //	client: wrap([01 xx xx xx] authzid)
 //	server: (done: the principal, mapped by Kerberos.MapName)
 //
+// GSSAPIClient is the client side, for zkd's tools (zkcli): it sends the
+// AP-REQ without asking for mutual authentication (the server's offer,
+// checked under the session key, proves the server holds the service's
+// keys), so its exchange is the path without AP-REP above, then waits for
+// the server's empty last reply. The RFC 4121 wrap and unwrap are shared
+// by both sides.
+//
 // The Kerberos messages, keytab and crypto are github.com/jcmturner/gokrb5.
 // Encryption types of RFC 1964 tokens (DES, RC4) are refused.
 package sasl

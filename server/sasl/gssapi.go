@@ -294,39 +294,61 @@ func (s *GSSAPIServer) apRep(req *messages.APReq) ([]byte, error) {
 // offer returns the wrapped security-layer offer.
 func (s *GSSAPIServer) offer() ([]byte, error) {
 	s.step = 2
-	et, err := crypto.GetEtype(s.key.KeyType)
+	return wrap(s.key, s.seq, true, noLayerOffer)
+}
+
+// unwrap verifies the client's wrap token and returns its payload.
+func (s *GSSAPIServer) unwrap(token []byte) ([]byte, error) {
+	return unwrap(s.key, token, false)
+}
+
+// wrap returns an RFC 4121 integrity-only wrap token of payload under
+// key, sent by the acceptor (fromAcceptor) or the initiator, with
+// sequence number seq; neither side sends an acceptor subkey.
+func wrap(key types.EncryptionKey, seq uint64, fromAcceptor bool, payload []byte) ([]byte, error) {
+	et, err := crypto.GetEtype(key.KeyType)
 	if err != nil {
 		return nil, err
 	}
 	wt := gssapi.WrapToken{
-		Flags:     0x01, // sent by acceptor, not sealed, no acceptor subkey
 		EC:        uint16(et.GetHMACBitLength() / 8),
-		SndSeqNum: s.seq,
-		Payload:   noLayerOffer,
+		SndSeqNum: seq,
+		Payload:   payload,
 	}
-	if err := wt.SetCheckSum(s.key, keyusage.GSSAPI_ACCEPTOR_SEAL); err != nil {
+	usage := uint32(keyusage.GSSAPI_INITIATOR_SEAL)
+	if fromAcceptor {
+		wt.Flags, usage = 0x01, keyusage.GSSAPI_ACCEPTOR_SEAL // sent by acceptor, not sealed
+	}
+	if err := wt.SetCheckSum(key, usage); err != nil {
 		return nil, err
 	}
 	return wt.Marshal()
 }
 
-// unwrap verifies the client's wrap token (RFC 4121 4.2.6.2, integrity
-// only) and returns its payload.
-func (s *GSSAPIServer) unwrap(token []byte) ([]byte, error) {
+// unwrap verifies a wrap token from the peer (RFC 4121 4.2.6.2,
+// integrity only) under key, and returns its payload: fromAcceptor says
+// which side must have sent it.
+func unwrap(key types.EncryptionKey, token []byte, fromAcceptor bool) ([]byte, error) {
 	if len(token) < gssapi.HdrLen {
 		return nil, fmt.Errorf("wrap token of %d bytes, shorter than its header", len(token))
 	}
 	if token[0] != 0x05 || token[1] != 0x04 || token[3] != 0xff {
-		return nil, fmt.Errorf("answer is not an RFC 4121 wrap token (starts %x)", token[:4])
+		return nil, fmt.Errorf("not an RFC 4121 wrap token (starts %x)", token[:4])
 	}
 	fl := token[2]
+	usage := uint32(keyusage.GSSAPI_INITIATOR_SEAL)
 	switch {
-	case fl&0x01 != 0:
+	case fl&0x01 != 0 && !fromAcceptor:
 		return nil, errors.New("wrap token claims to come from the acceptor")
+	case fl&0x01 == 0 && fromAcceptor:
+		return nil, errors.New("wrap token from the acceptor lacks the SentByAcceptor flag")
 	case fl&0x02 != 0:
 		return nil, errors.New("sealed (encrypted) wrap token: the exchange uses integrity-only tokens")
 	case fl&0x04 != 0:
-		return nil, errors.New("wrap token names an acceptor subkey, but none was sent")
+		return nil, errors.New("wrap token names an acceptor subkey, which zkd does not use")
+	}
+	if fromAcceptor {
+		usage = keyusage.GSSAPI_ACCEPTOR_SEAL
 	}
 	ec := int(binary.BigEndian.Uint16(token[4:6]))
 	rrc := int(binary.BigEndian.Uint16(token[6:8]))
@@ -345,7 +367,7 @@ func (s *GSSAPIServer) unwrap(token []byte) ([]byte, error) {
 		Payload:   data[:len(data)-ec],
 		CheckSum:  data[len(data)-ec:],
 	}
-	if ok, err := wt.Verify(s.key, keyusage.GSSAPI_INITIATOR_SEAL); !ok {
+	if ok, err := wt.Verify(key, usage); !ok {
 		return nil, fmt.Errorf("wrap token checksum: %w", err)
 	}
 	return wt.Payload, nil
