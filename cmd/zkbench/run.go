@@ -50,6 +50,8 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 		return runSessions(ctx, cfg, logw)
 	case "ceiling":
 		return runCeiling(ctx, cfg, logw)
+	case "fleet":
+		return runFleet(ctx, cfg, logw)
 	}
 	return runBench(ctx, cfg, logw)
 }
