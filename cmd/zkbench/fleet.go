@@ -289,7 +289,7 @@ type fleetPhase struct {
 	Offered    uint64     `json:"offered"`     // acquisitions scheduled
 	InWindow   uint64     `json:"in_window"`   // acquired before the phase's end
 	Acquired   uint64     `json:"acquired"`    // acquired at all (before the drain ended)
-	Errors     uint64     `json:"errors"`      // lock or unlock failed
+	Errors     uint64     `json:"errors"`      // lock failed, or unlock failed for fleetDrain
 	Unfinished uint64     `json:"unfinished"`  // still waiting at the drain's end
 	Acquire    sparseHist `json:"acquire"`     // from the scheduled time
 	AfterFault sparseHist `json:"after_fault"` // scheduled within fleetFaultWindow of FaultAt
@@ -368,7 +368,7 @@ func (w *fleetWorker) phase(ctx context.Context, cmd fleetPhaseCmd) fleetPhase {
 		mu                  sync.Mutex
 		acq, after          = NewHistogram(), NewHistogram()
 		inWindow, acquired  atomic.Uint64
-		errs                atomic.Uint64
+		errs, unlockErrs    atomic.Uint64
 		wg                  sync.WaitGroup
 		offered             uint64
 		faultLo, faultHi    = cmd.FaultAt, cmd.FaultAt + int64(fleetFaultWindow)
@@ -417,8 +417,8 @@ func (w *fleetWorker) phase(ctx context.Context, cmd fleetPhaseCmd) fleetPhase {
 		if cmd.Hold > 0 {
 			time.Sleep(cmd.Hold)
 		}
-		if err := l.Unlock(); err != nil {
-			errs.Add(1)
+		if err := unlockRetrying(l, fleetDrain); err != nil {
+			unlockErrs.Add(1)
 			lastErr.Store(fmt.Sprintf("unlock %s: %v", path, err))
 		}
 	}
@@ -458,10 +458,10 @@ func (w *fleetWorker) phase(ctx context.Context, cmd fleetPhaseCmd) fleetPhase {
 	w.pingMu.Lock()
 	ping := toSparse(w.pingHist)
 	w.pingMu.Unlock()
-	p := fleetPhase{Offered: offered, InWindow: inWindow.Load(), Acquired: acquired.Load(), Errors: errs.Load(),
+	p := fleetPhase{Offered: offered, InWindow: inWindow.Load(), Acquired: acquired.Load(), Errors: errs.Load() + unlockErrs.Load(),
 		Acquire: toSparse(acq), AfterFault: toSparse(after), Ping: ping, MaxPingGap: gap,
 		Discon: w.discon.Load() - discon0, Expired: w.expired.Load() - expired0, Seconds: elapsed.Seconds()}
-	p.Unfinished = p.Offered - p.Acquired - p.Errors
+	p.Unfinished = p.Offered - p.Acquired - errs.Load()
 	if e, ok := lastErr.Load().(string); ok {
 		p.LastErr = e
 	}
@@ -471,6 +471,24 @@ func (w *fleetWorker) phase(ctx context.Context, cmd fleetPhaseCmd) fleetPhase {
 	}
 	w.errMu.Unlock()
 	return p
+}
+
+// unlockRetrying releases l, retrying for up to limit while the session's
+// connection is lost (the lock node, ephemeral, stays while the session
+// lives, and would block that path's next acquirers). A lock node already
+// gone (its session expired) counts as released.
+func unlockRetrying(l *zk.Lock, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		err := l.Unlock()
+		if err == nil || errors.Is(err, zk.ErrNoNode) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // makeFleetTree creates root, its directories and its cfg.paths lock paths
