@@ -623,3 +623,35 @@ func javaPath() string {
 	}
 	return ""
 }
+
+// Mode returns the member's srvr Mode (leader, follower, observer,
+// standalone, read-only), or "" if it does not answer.
+func (s *Server) Mode() string {
+	out, err := s.FourLetter("srvr")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(out) {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(m)
+		}
+	}
+	return ""
+}
+
+// LeaderOf polls the running servers until one says it leads and returns
+// its index, or fails t after timeout.
+func LeaderOf(t testing.TB, servers []*Server, timeout time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for i, s := range servers {
+			if s.Running() && s.Mode() == "leader" {
+				return i
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("zkproc: no leader among %v within %v", Addrs(servers), timeout)
+	return -1
+}
