@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -168,11 +169,17 @@ func openFleet(ctx context.Context, cfg config, n, first, ips, ipFirst int, logw
 	w := &fleetWorker{cfg: cfg, pingHist: NewHistogram(), sessions: make([]*fleetSession, n)}
 	var failed atomic.Int64
 	start := time.Now()
-	parallelFor(ctx, cfg.parallel, n, func(i int) {
-		s, err := w.open(ctx, first+i, sourceIP(i, n, ips, ipFirst))
+	// One session that cannot open fails the fleet: stop opening the rest
+	// (each would wait out its own timeout, e.g. on a maxClientCnxns limit).
+	openCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	parallelFor(openCtx, cfg.parallel, n, func(i int) {
+		s, err := w.open(openCtx, first+i, sourceIP(i, n, ips, ipFirst))
 		if err != nil {
-			failed.Add(1)
-			w.setErr(fmt.Errorf("fleet session %d: %w", first+i, err))
+			if failed.Add(1) == 1 {
+				w.setErr(fmt.Errorf("fleet session %d: %w", first+i, err))
+			}
+			stop()
 			return
 		}
 		w.sessions[i] = s
@@ -184,7 +191,7 @@ func openFleet(ctx context.Context, cfg config, n, first, ips, ipFirst int, logw
 	}
 	if f := failed.Load(); f > 0 {
 		w.close()
-		return nil, fmt.Errorf("zkbench: fleet: %d of %d sessions failed to open; last: %v", f, n, w.lastErr)
+		return nil, fmt.Errorf("zkbench: fleet: stopped opening %d sessions at a failure: %v (a server's maxClientCnxns, default 60 per address, allows too few?)", n, w.lastErr)
 	}
 	return w, nil
 }
@@ -299,6 +306,7 @@ type fleetPhase struct {
 	Expired    int64      `json:"expired"`
 	Seconds    float64    `json:"seconds"`
 	LastErr    string     `json:"last_error,omitempty"`
+	Stuck      []string   `json:"stuck,omitempty"` // paths of some unfinished acquisitions
 }
 
 // sparseHist is a Histogram as its non-zero buckets, for JSON.
@@ -353,6 +361,9 @@ func (p *fleetPhase) merge(o fleetPhase) {
 	if o.LastErr != "" {
 		p.LastErr = o.LastErr
 	}
+	if len(p.Stuck) < 5 {
+		p.Stuck = append(p.Stuck, o.Stuck[:min(len(o.Stuck), 5-len(p.Stuck))]...)
+	}
 }
 
 // phase runs one measured phase on w's sessions.
@@ -374,6 +385,7 @@ func (w *fleetWorker) phase(ctx context.Context, cmd fleetPhaseCmd) fleetPhase {
 		faultLo, faultHi    = cmd.FaultAt, cmd.FaultAt + int64(fleetFaultWindow)
 		paths               = w.cfg.paths
 		lastErr             atomic.Value
+		stuck               []string // under mu
 		start               = time.Now()
 		end                 = start.Add(cmd.Duration)
 		drainCtx, drainStop = context.WithDeadline(ctx, end.Add(fleetDrain+cmd.Hold))
@@ -390,6 +402,11 @@ func (w *fleetWorker) phase(ctx context.Context, cmd fleetPhaseCmd) fleetPhase {
 		select {
 		case err = <-done:
 		case <-drainCtx.Done():
+			mu.Lock()
+			if len(stuck) < 5 {
+				stuck = append(stuck, describeLock(s.conn, path))
+			}
+			mu.Unlock()
 			go func() {
 				if <-done == nil {
 					l.Unlock()
@@ -462,6 +479,9 @@ func (w *fleetWorker) phase(ctx context.Context, cmd fleetPhaseCmd) fleetPhase {
 		Acquire: toSparse(acq), AfterFault: toSparse(after), Ping: ping, MaxPingGap: gap,
 		Discon: w.discon.Load() - discon0, Expired: w.expired.Load() - expired0, Seconds: elapsed.Seconds()}
 	p.Unfinished = p.Offered - p.Acquired - errs.Load()
+	mu.Lock()
+	p.Stuck = stuck
+	mu.Unlock()
 	if e, ok := lastErr.Load().(string); ok {
 		p.LastErr = e
 	}
@@ -471,6 +491,25 @@ func (w *fleetWorker) phase(ctx context.Context, cmd fleetPhaseCmd) fleetPhase {
 	}
 	w.errMu.Unlock()
 	return p
+}
+
+// describeLock says who holds and waits for lock path, as seen by the
+// waiting session conn: each lock node and its session.
+func describeLock(conn *zk.Conn, path string) string {
+	kids, _, err := conn.Children(path)
+	if err != nil {
+		return fmt.Sprintf("%s (waiter 0x%x; children: %v)", path, conn.SessionID(), err)
+	}
+	slices.Sort(kids)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (waiter 0x%x;", path, conn.SessionID())
+	for _, k := range kids {
+		if ok, st, err := conn.Exists(path + "/" + k); err == nil && ok {
+			fmt.Fprintf(&b, " %s of 0x%x", k[strings.LastIndex(k, "-")+1:], st.EphemeralOwner)
+		}
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // unlockRetrying releases l, retrying for up to limit while the session's

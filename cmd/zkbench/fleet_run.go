@@ -207,6 +207,7 @@ type fleetStep struct {
 	LastErr       string   `json:"last_error,omitempty"`
 	Seconds       float64  `json:"seconds"`
 	SearchVerdict string   `json:"search,omitempty"`
+	Stuck         []string `json:"stuck,omitempty"`
 }
 
 // member is one server's figures over a phase.
@@ -290,7 +291,7 @@ func runFleet(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 		st := fleetStep{Rate: rate, Achieved: float64(p.InWindow) / cfg.duration.Seconds(),
 			Acquire: summarize(p.Acquire.hist()), Errors: p.Errors, Unfinished: p.Unfinished,
 			MaxPingGapMs: float64(p.MaxPingGap) / 1e6, Disconnects: p.Discon, Expired: p.Expired,
-			LastErr: trimErr(p.LastErr), Seconds: p.Seconds}
+			LastErr: trimErr(p.LastErr), Seconds: p.Seconds, Stuck: p.Stuck}
 		ping := summarize(p.Ping.hist())
 		st.PingP99, st.PingMax = ping.P99, ping.Max
 		for i := range after {
@@ -484,6 +485,9 @@ func (f *fleetReport) write(b *strings.Builder, r *result) {
 		}
 		if st.LastErr != "" {
 			fmt.Fprintf(b, "  last error: %s\n", st.LastErr)
+		}
+		if len(st.Stuck) > 0 {
+			fmt.Fprintf(b, "  unfinished acquisitions on: %s\n", strings.Join(st.Stuck, " "))
 		}
 	}
 	if f.SearchP99 > 0 {
