@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/binary"
 	"net"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -124,5 +125,23 @@ func TestFleetPhaseMerge(t *testing.T) {
 func TestFleetPath(t *testing.T) {
 	if got := fleetPath("/f", 123456); got != "/f/d0123/p0123456" {
 		t.Errorf("fleetPath = %s", got)
+	}
+}
+
+// TestPidListening finds this process by the port it listens on, which is
+// how the fleet samples and kills local members given only addresses.
+func TestPidListening(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if got := pidListening(ln.Addr().String()); got != os.Getpid() {
+		t.Errorf("pidListening(%s) = %d, want %d", ln.Addr(), got, os.Getpid())
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	if got := pidListening(addr); got != 0 {
+		t.Errorf("pidListening(%s) after close = %d, want 0", addr, got)
 	}
 }
