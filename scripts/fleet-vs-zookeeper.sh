@@ -80,7 +80,6 @@ phase() {
 		;;
 	esac
 	echo "fleet: $kind $phase: bin/zkbench ${args[*]}" >&2
-	cut -d' ' -f1-3 /proc/loadavg >"$dir/load.before"
 	if ! bin/zkbench "${args[@]}" >"$dir/fleet.json" 2>"$dir/fleet.log"; then
 		echo "fleet: $kind $phase: zkbench failed: $(tail -3 "$dir/fleet.log")" >&2
 	fi
@@ -126,7 +125,9 @@ python3 - "$BENCH_DIR" "$SERVERS" "$PHASES" <<-'PY'
 	                  f"{st['errors'] + st['unfinished']:>6}  {mem}  {load}")
 	            if st.get("fault"):
 	                print(f"{'':25}{st['fault']}")
-	        if r.get("search_p99_us"):
-	            print(f"{'':25}highest rate with p99 < {ms(r['search_p99_us'])} ms: {r.get('best_rate', 0):.0f}/s "
+	        if r.get("search_p99_us") and r.get("best_rate"):
+	            print(f"{'':25}highest rate with p99 < {ms(r['search_p99_us'])} ms: {r['best_rate']:.0f}/s "
 	                  f"(p99 {ms(r.get('best_p99_us', 0))} ms); at half: p99 {ms(r.get('half_p99_us', 0))} ms")
+	        elif r.get("search_p99_us"):
+	            print(f"{'':25}no rate had p99 < {ms(r['search_p99_us'])} ms, not even the first")
 PY
