@@ -105,6 +105,11 @@ scale:
 scale-ensemble:
 	bash scripts/scale-ensemble-vs-zookeeper.sh
 
+## fleet: the lock service's fleet (issue 19) on 3 voters + OBSERVERS observers of zkd, then of ZooKeeper 3.8, one table; knobs SESSIONS PATHS RATE HOLD OBSERVERS DURATION PROCS PHASES="run search kill-leader kill-observer" (long at full size; not in CI)
+.PHONY: fleet
+fleet:
+	bash scripts/fleet-vs-zookeeper.sh
+
 ## scale-test: a real zkd holds 19,500 sessions (its fd limit allows no more) through a 30 s hold, none lost (long; not in CI)
 scale-test:
 	@mkdir -p bin; $(GO) build -o bin/zkd ./cmd/zkd && ZKD_BIN="$(CURDIR)/bin/zkd" \

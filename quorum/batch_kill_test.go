@@ -83,7 +83,7 @@ func TestIntegration_KillLeaderMidBatch(t *testing.T) {
 		return len(acked)
 	}
 
-	l := leaderOf(t, servers, 10*time.Second)
+	l := zkproc.LeaderOf(t, servers, 10*time.Second)
 	deadline := time.Now().Add(30 * time.Second)
 	for ackedNow() < 300 || mntrValue(servers[l], "zk_max_packed_writes") < 4 {
 		if time.Now().After(deadline) {

@@ -102,7 +102,7 @@ func TestIntegration_Failovers(t *testing.T) {
 	var took []time.Duration
 	for trial := 0; trial < *failovers; trial++ {
 		time.Sleep(300 * time.Millisecond)
-		l := leaderOf(t, servers, 10*time.Second)
+		l := zkproc.LeaderOf(t, servers, 10*time.Second)
 		killed := time.Now()
 		servers[l].Kill()
 		deadline := time.Now().Add(10 * time.Second)

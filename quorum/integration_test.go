@@ -49,45 +49,16 @@ func dial(t testing.TB, timeout time.Duration, addrs ...string) (*zk.Conn, *atom
 	return c, expired
 }
 
-// mode returns a member's srvr Mode ("" if it does not answer).
-func mode(s *zkproc.Server) string {
-	out, err := s.FourLetter("srvr")
-	if err != nil {
-		return ""
-	}
-	for line := range strings.Lines(out) {
-		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
-			return strings.TrimSpace(m)
-		}
-	}
-	return ""
-}
-
-func leaderOf(t testing.TB, servers []*zkproc.Server, timeout time.Duration) int {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for time.Now().Before(deadline) {
-		for i, s := range servers {
-			if s.Running() && mode(s) == "leader" {
-				return i
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no leader within %v", timeout)
-	return -1
-}
-
 func TestIntegration_EnsembleBasics(t *testing.T) {
 	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: 200})
 	modes := map[string]int{}
 	for _, s := range servers {
-		modes[mode(s)]++
+		modes[s.Mode()]++
 	}
 	if modes["leader"] != 1 || modes["follower"] != 2 {
 		t.Fatalf("modes %v", modes)
 	}
-	l := leaderOf(t, servers, 5*time.Second)
+	l := zkproc.LeaderOf(t, servers, 5*time.Second)
 	// Followers report how far they applied with their touches, every
 	// half tick: both count as synced within a few ticks.
 	var out string
@@ -255,7 +226,7 @@ func TestIntegration_EnsembleFaults(t *testing.T) {
 	time.Sleep(time.Second)
 
 	// SIGKILL the leader; time to the next acknowledged write.
-	l := leaderOf(t, servers, 5*time.Second)
+	l := zkproc.LeaderOf(t, servers, 5*time.Second)
 	before := countAcked(w)
 	killed := time.Now()
 	servers[l].Kill()
@@ -266,7 +237,7 @@ func TestIntegration_EnsembleFaults(t *testing.T) {
 	zkproc.WaitServing(t, servers[l].Addr, 30*time.Second)
 
 	// SIGSTOP the leader past the election timeout, then wake it.
-	l = leaderOf(t, servers, 10*time.Second)
+	l = zkproc.LeaderOf(t, servers, 10*time.Second)
 	servers[l].Pause()
 	before = countAcked(w)
 	waitAcked(t, w, before, 10*time.Second)

@@ -154,13 +154,13 @@ func TestIntegration_PartitionedLeader(t *testing.T) {
 		}(i)
 	}
 	time.Sleep(time.Second)
-	l := leaderOf(t, e.servers, 5*time.Second)
+	l := zkproc.LeaderOf(t, e.servers, 5*time.Second)
 	e.isolate(l)
 	cut := time.Now()
 	// The cut-off leader must stop serving within its lease and the
 	// majority must elect another leader and take writes.
 	deadline := time.Now().Add(5 * time.Second)
-	for mode(e.servers[l]) == "leader" {
+	for e.servers[l].Mode() == "leader" {
 		if time.Now().After(deadline) {
 			t.Fatal("isolated leader still leads after 5s")
 		}

@@ -111,7 +111,7 @@ func TestIntegration_ReadOnlyMode(t *testing.T) {
 	}
 	// srvr agrees (polled: under load one 4-letter exchange can time
 	// out, which mode reports as "").
-	for m := mode(alone); m != "read-only"; m = mode(alone) {
+	for m := alone.Mode(); m != "read-only"; m = alone.Mode() {
 		if time.Now().After(deadline) {
 			t.Fatalf("srvr Mode = %q, want read-only", m)
 		}

@@ -56,6 +56,8 @@ fi
 ulimit -Sn "$(ulimit -Hn)"
 echo "scale: RLIMIT_NOFILE $(ulimit -Sn)/$(ulimit -Hn); dir $BENCH_DIR" >&2
 
+. scripts/lib/ensemble.sh
+OBSERVERS=0
 PIDS=()
 BG=()
 cleanup() {
@@ -68,67 +70,6 @@ cleanup() {
 	[ "${KEEP:-0}" = 1 ] || rm -rf "$BENCH_DIR"
 }
 trap cleanup EXIT
-
-# free_ports N: N free loopback ports below the ephemeral range, so that
-# none is taken by one of the sessions' outgoing connections.
-free_ports() {
-	python3 - "$1" <<-'PY'
-		import random, socket, sys
-		lo = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
-		got = set()
-		while len(got) < int(sys.argv[1]):
-		    p = random.randint(10000, lo - 1)
-		    s = socket.socket()
-		    try:
-		        s.bind(("127.0.0.1", p)); got.add(p)
-		    except OSError:
-		        pass
-		    finally:
-		        s.close()
-		print(" ".join(map(str, got)))
-	PY
-}
-
-# start_ensemble KIND DIR: three members of KIND under DIR; sets PIDS and
-# ADDRS.
-start_ensemble() {
-	local kind=$1 dir=$2 ports i
-	read -ra ports <<<"$(free_ports 9)"
-	PIDS=()
-	ADDRS=()
-	for i in 1 2 3; do
-		mkdir -p "$dir/m$i/data"
-		echo "$i" >"$dir/m$i/data/myid"
-		{
-			printf '%s\n' tickTime=2000 initLimit=10 syncLimit=5 "dataDir=$dir/m$i/data" \
-				"clientPort=${ports[3 * (i - 1)]}" clientPortAddress=127.0.0.1 maxClientCnxns=0 \
-				admin.enableServer=false '4lw.commands.whitelist=*'
-			for j in 1 2 3; do
-				echo "server.$j=127.0.0.1:${ports[3 * (j - 1) + 1]}:${ports[3 * (j - 1) + 2]};127.0.0.1:${ports[3 * (j - 1)]}"
-			done
-		} >"$dir/m$i/zoo.cfg"
-		ADDRS+=("127.0.0.1:${ports[3 * (i - 1)]}")
-	done
-	for i in 1 2 3; do
-		if [ "$kind" = zkd ]; then
-			"$ZKD" "$dir/m$i/zoo.cfg" >"$dir/m$i/server.log" 2>&1 &
-		else
-			java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -Dzookeeper.jmx.log4j.disable=true \
-				-cp /usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar:/usr/share/java/netty-codec.jar \
-				org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/m$i/zoo.cfg" >"$dir/m$i/server.log" 2>&1 &
-		fi
-		PIDS+=($!)
-	done
-	for a in "${ADDRS[@]}"; do
-		bin/zkbench -servers "$a" -workload wait -path / -timeout 120s >/dev/null
-	done
-}
-
-stop_ensemble() {
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
-	PIDS=()
-}
 
 # rss PID: resident set in KiB.
 rss() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status"; }
@@ -164,9 +105,6 @@ wait_holding() {
 		sleep 1
 	done
 }
-
-servers_csv() { local IFS=,; echo "${ADDRS[*]}"; }
-pids_csv() { local IFS=,; echo "${PIDS[*]}"; }
 
 # phase_hold KIND DIR
 phase_hold() {

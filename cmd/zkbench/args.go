@@ -23,7 +23,7 @@ var errHelp = flag.ErrHelp
 const maxSize = 1<<20 - 4096
 
 // workloads lists the -workload values.
-var workloads = []string{"create", "set", "get", "token", "lock", "session", "sessions", "fill", "wait", "ceiling"}
+var workloads = []string{"create", "set", "get", "token", "lock", "session", "sessions", "fill", "wait", "ceiling", "fleet"}
 
 // config is zkbench's parsed command line.
 type config struct {
@@ -45,18 +45,26 @@ type config struct {
 	verbose        bool
 	saslUser       string
 	saslPassword   string
-	sourceIPs      int       // sessions: source addresses, 0 for one per sessionsPerIP
-	pids           []int     // sessions: server processes to sample
-	watches        int       // sessions: exists watches per session
-	parallel       int       // sessions: concurrent connects
-	rate           float64   // create, set, get: open loop at this many ops/s in all; 0 closed loop
-	procs          int       // sessions: zkbench processes sharing the sessions
-	sourceIPFirst  int       // sessions: the first source address is 127.0.0.0 plus this
-	reconnect      bool      // sessions: resume a disconnected session on the next server
-	dial           zk.Dialer // plain TCP, or TLS with -tls-ca
-	ceiling        string    // ceiling: answer or append
-	ceilingDir     string    // ceiling append: where the log file goes
-	client         string    // create, set, get: gozk, or raw (raw_client.go)
+	sourceIPs      int           // sessions: source addresses, 0 for one per sessionsPerIP
+	pids           []int         // sessions: server processes to sample
+	watches        int           // sessions: exists watches per session
+	parallel       int           // sessions: concurrent connects
+	rate           float64       // create, set, get: open loop at this many ops/s in all; 0 closed loop
+	procs          int           // sessions: zkbench processes sharing the sessions
+	sourceIPFirst  int           // sessions: the first source address is 127.0.0.0 plus this
+	reconnect      bool          // sessions: resume a disconnected session on the next server
+	dial           zk.Dialer     // plain TCP, or TLS with -tls-ca
+	ceiling        string        // ceiling: answer or append
+	ceilingDir     string        // ceiling append: where the log file goes
+	client         string        // create, set, get: gozk, or raw (raw_client.go)
+	paths          int           // fleet: lock paths in the tree
+	fleetSearch    bool          // fleet: search the highest rate with p99 under searchP99
+	searchStep     float64       // fleet search: rate factor per step
+	searchP99      time.Duration // fleet search: the p99 bound
+	fault          string        // fleet: kill-leader or kill-observer mid-phase
+	faultAfter     time.Duration // fleet: when, into the measured phase
+	fleetChild     bool          // fleet: this is a -procs child (fleet_run.go)
+	fleetFirst     int           // fleet child: global index of its first session
 }
 
 // parseArgs parses and validates zkbench's flags. Usage and flag errors go
@@ -94,6 +102,14 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.ceiling, "ceiling", "append", "for -workload ceiling: the minimal server, "+strings.Join(ceilingModes, " or "))
 	fs.StringVar(&c.ceilingDir, "ceiling-dir", os.TempDir(), "for -workload ceiling -ceiling append: the `directory` (disk) of the log")
 	fs.StringVar(&c.client, "client", clientGozk, "create, set, get: the client, gozk (go-zookeeper) or raw (minimal, one goroutine per session, on zkd's jute codec; closed loop only)")
+	fs.IntVar(&c.paths, "paths", 10000, "fleet: lock paths in the tree under -root (made where missing)")
+	fs.BoolVar(&c.fleetSearch, "fleet-search", false, "fleet: step the rate up from -rate until acquire p99 reaches -search-p99; report the last good rate and p99 at half of it")
+	fs.Float64Var(&c.searchStep, "search-step", 1.5, "fleet search: rate factor per step")
+	fs.DurationVar(&c.searchP99, "search-p99", 5*time.Millisecond, "fleet search: acquire p99 bound")
+	fs.StringVar(&c.fault, "fault", "", "fleet: kill-leader or kill-observer: kill -9 that member (a local process) -fault-after into the measured phase")
+	fs.DurationVar(&c.faultAfter, "fault-after", 10*time.Second, "fleet: when -fault strikes, into the measured phase")
+	fs.BoolVar(&c.fleetChild, "fleet-child", false, "fleet: internal, a -procs child")
+	fs.IntVar(&c.fleetFirst, "fleet-first", 0, "fleet child: internal, global index of its first session")
 	var tf tlsFlags
 	fs.StringVar(&tf.ca, "tls-ca", "", "connect over TLS, trusting the CA certificate in this PEM `file`")
 	fs.StringVar(&tf.cert, "tls-cert", "", "client certificate PEM `file` for TLS (with -tls-key)")
@@ -129,8 +145,11 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	if c.procs < 1 || c.procs > c.clients || c.sourceIPFirst < 1 || c.sourceIPFirst+max(c.sourceIPs, 1) > 1<<24-1 {
 		return config{}, fmt.Errorf("zkbench: -procs %d (want 1 to -clients) or -source-ip-first %d (want at least 1) out of range", c.procs, c.sourceIPFirst)
 	}
-	if (c.procs > 1 || c.reconnect) && c.workload != "sessions" {
-		return config{}, fmt.Errorf("zkbench: -procs and -reconnect apply to -workload sessions only")
+	if c.procs > 1 && c.workload != "sessions" && c.workload != "fleet" {
+		return config{}, fmt.Errorf("zkbench: -procs applies to -workload sessions and fleet only")
+	}
+	if c.reconnect && c.workload != "sessions" {
+		return config{}, fmt.Errorf("zkbench: -reconnect applies to -workload sessions only")
 	}
 	for s := range strings.SplitSeq(*servers, ",") {
 		s = strings.TrimSpace(s)
@@ -169,8 +188,22 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	if c.workload == "lock" && (c.locks < 1 || c.locks > c.clients) {
 		return config{}, fmt.Errorf("zkbench: -locks %d: want 1 to -clients (%d)", c.locks, c.clients)
 	}
-	if c.rate < 0 || (c.rate > 0 && !slices.Contains([]string{"create", "set", "get"}, c.workload)) {
-		return config{}, fmt.Errorf("zkbench: -rate %v: want 0, or more with -workload create, set or get", c.rate)
+	if c.rate < 0 || (c.rate > 0 && !slices.Contains([]string{"create", "set", "get", "fleet"}, c.workload)) {
+		return config{}, fmt.Errorf("zkbench: -rate %v: want 0, or more with -workload create, set, get or fleet", c.rate)
+	}
+	if c.workload == "fleet" {
+		switch {
+		case c.paths < 1:
+			return config{}, fmt.Errorf("zkbench: -paths %d: want at least 1", c.paths)
+		case c.fault != "" && c.fault != "kill-leader" && c.fault != "kill-observer":
+			return config{}, errFleetFault
+		case c.fleetSearch && (c.rate <= 0 || c.searchStep <= 1 || c.searchP99 <= 0):
+			return config{}, fmt.Errorf("zkbench: -fleet-search needs -rate > 0 to start from, -search-step > 1 and -search-p99 > 0")
+		case c.fleetSearch && c.fault != "":
+			return config{}, fmt.Errorf("zkbench: -fault and -fleet-search do not go together")
+		case c.fault != "" && (c.faultAfter < 0 || c.faultAfter >= c.duration):
+			return config{}, fmt.Errorf("zkbench: -fault-after %v: want 0 to -duration (%v)", c.faultAfter, c.duration)
+		}
 	}
 	if !slices.Contains(clientKinds, c.client) {
 		return config{}, fmt.Errorf("zkbench: -client %q: want one of %s", c.client, strings.Join(clientKinds, ", "))

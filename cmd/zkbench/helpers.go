@@ -177,3 +177,23 @@ func probe(addr string, timeout time.Duration) error {
 	}
 	return nil
 }
+
+// parallelFor calls fn(i) for every i from 0 to n-1 on workers goroutines,
+// each taking the next i when done with its last, until all are done or
+// ctx ends.
+func parallelFor(ctx context.Context, workers, n int, fn func(i int)) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}

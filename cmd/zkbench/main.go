@@ -51,6 +51,21 @@
 //	          session-second. It raises its own RLIMIT_NOFILE; run another
 //	          workload beside it to measure under that load.
 //
+// The fleet workload is the lock service's day (fleet.go, fleet_run.go):
+//
+//	fleet  hold -clients go-zk sessions spread over the -servers members
+//	       (voters and observers) and -procs processes; make -paths lock
+//	       directories under -root where missing; take go-zk's lock
+//	       recipe on random paths at an open-loop -rate over the fleet,
+//	       each held -hold; report acquisitions/s achieved against
+//	       offered, acquire p50/p99/p999 (from the scheduled time), ping
+//	       p99 and the longest ping gap (timed on the wire), disconnects,
+//	       expiries, and each member's mode, RSS and CPU. -fleet-search
+//	       steps the rate up until acquire p99 reaches -search-p99 and
+//	       reports the last good rate and p99 at half of it; -fault
+//	       kill-leader|kill-observer kills that member -fault-after into
+//	       the phase and reports acquire latency over the next 10 s.
+//
 // The ceiling workload measures this machine's limit for any such server
 // rather than a server (cmd/zkbench/ceiling.go): a minimal server in a
 // child process, driven with 64-byte frames by -clients closed loops.

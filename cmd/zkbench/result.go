@@ -53,6 +53,9 @@ type result struct {
 	// of holding, in microseconds.
 	CPUPerSessionSecond float64 `json:"cpu_us_per_session_second,omitempty"`
 
+	// Fleet is the fleet workload's report (fleet_run.go).
+	Fleet *fleetReport `json:"fleet,omitempty"`
+
 	lastErr error
 }
 
@@ -130,6 +133,8 @@ func (r *result) write(w io.Writer, asJSON bool) error {
 		if r.lastErr != nil {
 			fmt.Fprintf(&b, "last error: %v\n", r.lastErr)
 		}
+	case "fleet":
+		r.Fleet.write(&b, r)
 	case "fill":
 		fmt.Fprintf(&b, "created %d nodes of %d bytes in %.3fs (%.0f creates/s, %d errors)\n",
 			r.Count, r.Size, r.Seconds, r.OpsPerSec, r.Errors)

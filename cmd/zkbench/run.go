@@ -56,6 +56,8 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*result, error) {
 		return runFill(ctx, cfg, logw)
 	case "sessions":
 		return runSessions(ctx, cfg, logw)
+	case "fleet":
+		return runFleet(ctx, cfg, logw)
 	}
 	return runBench(ctx, cfg, logw)
 }

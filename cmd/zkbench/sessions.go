@@ -395,34 +395,23 @@ func runSessions(ctx context.Context, cfg config, logw io.Writer) (*result, erro
 		}
 	}()
 	var (
-		next     atomic.Int64
 		failed   atomic.Int64
 		firstErr = &sessionStats{} // only its error
-		wg       sync.WaitGroup
 	)
 	start := time.Now()
-	for range cfg.parallel {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1)) - 1
-				if i >= cfg.clients {
-					return
-				}
-				srv := i % len(cfg.servers)
-				addr := cfg.servers[srv]
-				s, err := openSession(addr, sourceIP(i, cfg.clients, ips, cfg.sourceIPFirst), cfg.sessionTimeout, 0, nil, 0, cfg.watches, cfg.root)
-				if err != nil {
-					failed.Add(1)
-					firstErr.setErr(fmt.Errorf("session %d via %s: %w", i, addr, err), true)
-					continue
-				}
-				s.server = srv
-				sessions[i].Store(s)
-				go s.readLoop(st, h.lost(i, s))
-			}
-		})
-	}
-	wg.Wait()
+	parallelFor(ctx, cfg.parallel, cfg.clients, func(i int) {
+		srv := i % len(cfg.servers)
+		addr := cfg.servers[srv]
+		s, err := openSession(addr, sourceIP(i, cfg.clients, ips, cfg.sourceIPFirst), cfg.sessionTimeout, 0, nil, 0, cfg.watches, cfg.root)
+		if err != nil {
+			failed.Add(1)
+			firstErr.setErr(fmt.Errorf("session %d via %s: %w", i, addr, err), true)
+			return
+		}
+		s.server = srv
+		sessions[i].Store(s)
+		go s.readLoop(st, h.lost(i, s))
+	})
 	connectTime := time.Since(start)
 	res := &result{Workload: cfg.workload, Servers: cfg.servers, Clients: cfg.clients, SourceIPs: ips,
 		ConnectSeconds: connectTime.Seconds(), ConnectFailures: failed.Load()}

@@ -24,6 +24,41 @@ var build struct {
 	err  error
 }
 
+// builds holds BuildCmd's binaries, by command name.
+var builds struct {
+	sync.Mutex
+	m map[string]*builtCmd
+}
+
+type builtCmd struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// BuildCmd builds ./cmd/<name> (zkbench, zkcli) once per test process,
+// with a plain go build (no -race even when the test has it: a load
+// generator in a child process then costs the machine what it would
+// outside a test), as BuildZkd does, and returns the binary's path.
+func BuildCmd(t testing.TB, name string) string {
+	t.Helper()
+	builds.Lock()
+	if builds.m == nil {
+		builds.m = map[string]*builtCmd{}
+	}
+	b := builds.m[name]
+	if b == nil {
+		b = &builtCmd{}
+		builds.m[name] = b
+	}
+	builds.Unlock()
+	b.once.Do(func() { b.path, b.err = buildCmd(name, nil) })
+	if b.err != nil {
+		t.Fatalf("zkproc: %v", b.err)
+	}
+	return b.path
+}
+
 // BuildZkd builds ./cmd/zkd once per test process (plain go build, using
 // Go's build cache) and returns the binary's path. The binary lives in a
 // per-checkout directory under the user cache dir, replaced atomically, so
@@ -35,14 +70,16 @@ func BuildZkd(t testing.TB) string {
 	if p := os.Getenv("ZKD_BIN"); p != "" {
 		return p
 	}
-	build.once.Do(func() { build.path, build.err = buildZkd() })
+	build.once.Do(func() { build.path, build.err = buildCmd("zkd", strings.Fields(os.Getenv("ZKD_BUILDFLAGS"))) })
 	if build.err != nil {
 		t.Fatalf("zkproc: %v", build.err)
 	}
 	return build.path
 }
 
-func buildZkd() (string, error) {
+// buildCmd builds ./cmd/name with flags into a per-checkout directory
+// under the user cache dir, replacing the binary atomically.
+func buildCmd(name string, flags []string) (string, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return "", err
@@ -54,20 +91,20 @@ func buildZkd() (string, error) {
 	}
 	dir := filepath.Join(base, "zkd-zkproc", hex.EncodeToString(sum[:6]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("build zkd: %w", err)
+		return "", fmt.Errorf("build %s: %w", name, err)
 	}
-	final := filepath.Join(dir, "zkd")
-	tmp := filepath.Join(dir, "zkd.tmp-"+strconv.Itoa(os.Getpid()))
-	args := append([]string{"build"}, strings.Fields(os.Getenv("ZKD_BUILDFLAGS"))...)
-	cmd := exec.Command(goTool(), append(args, "-o", tmp, "./cmd/zkd")...)
+	final := filepath.Join(dir, name)
+	tmp := filepath.Join(dir, name+".tmp-"+strconv.Itoa(os.Getpid()))
+	args := append([]string{"build"}, flags...)
+	cmd := exec.Command(goTool(), append(args, "-o", tmp, "./cmd/"+name)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("go build ./cmd/zkd: %v\n%s", err, out)
+		return "", fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
 	}
 	if err := os.Rename(tmp, final); err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("build zkd: %w", err)
+		return "", fmt.Errorf("build %s: %w", name, err)
 	}
 	return final, nil
 }

@@ -71,6 +71,11 @@ type Options struct {
 	JVMFlags []string
 	// StartTimeout bounds the wait for readiness; default 60s.
 	StartTimeout time.Duration
+	// Observers makes the last Observers members of an ensemble
+	// non-voting observers (peerType=observer in their zoo.cfg, and
+	// ":observer" on their server.N line in every member's). Ignored for a
+	// standalone server.
+	Observers int
 }
 
 // Server is one running (or stopped) server process. Its methods may be
@@ -154,7 +159,8 @@ func RequireZooKeeper(t testing.TB) {
 // StartZkdEnsemble starts n zkd members that know each other through
 // server.N=127.0.0.1:quorumPort:electionPort;127.0.0.1:clientPort lines and
 // a myid file in each data directory, and waits until every member serves
-// clients. Options apply to every member; Dir and Port must be unset.
+// clients. Options apply to every member; Dir and Port must be unset. With
+// Options.Observers, the last members are observers.
 func StartZkdEnsemble(t testing.TB, n int, opts Options) []*Server {
 	t.Helper()
 	return startEnsemble(t, KindZkd, n, opts)
@@ -250,9 +256,13 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 	}
 	base := t.TempDir()
 	ports := FreePorts(t, 3*n)
+	if opts.Observers < 0 || opts.Observers >= n {
+		t.Fatalf("zkproc: %d observers in an ensemble of %d: want 0 to %d", opts.Observers, n, n-1)
+	}
 	members := make([]member, n)
 	for i := range members {
-		members[i] = member{id: i + 1, client: ports[3*i], quorum: ports[3*i+1], election: ports[3*i+2]}
+		members[i] = member{id: i + 1, client: ports[3*i], quorum: ports[3*i+1], election: ports[3*i+2],
+			observer: i >= n-opts.Observers}
 	}
 	servers := make([]*Server, n)
 	for i, m := range members {
@@ -282,6 +292,7 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 type member struct {
 	id                       int
 	client, quorum, election int
+	observer                 bool
 }
 
 func newServer(t testing.TB, kind Kind, opts Options) *Server {
@@ -341,10 +352,17 @@ func writeConfig(s *Server, opts Options, members []member, myid int) error {
 	if myid > 0 {
 		cfg = append(cfg, [2]string{"initLimit", "10"}, [2]string{"syncLimit", "5"})
 		for _, m := range members {
+			role := ""
+			if m.observer {
+				role = ":observer"
+			}
 			cfg = append(cfg, [2]string{
 				"server." + strconv.Itoa(m.id),
-				fmt.Sprintf("127.0.0.1:%d:%d;127.0.0.1:%d", m.quorum, m.election, m.client),
+				fmt.Sprintf("127.0.0.1:%d:%d%s;127.0.0.1:%d", m.quorum, m.election, role, m.client),
 			})
+			if m.observer && m.id == myid {
+				cfg = append(cfg, [2]string{"peerType", "observer"})
+			}
 		}
 		if err := os.WriteFile(filepath.Join(s.DataDir, "myid"), []byte(strconv.Itoa(myid)+"\n"), 0o644); err != nil {
 			return fmt.Errorf("write myid: %w", err)
@@ -664,4 +682,36 @@ func javaPath() string {
 		return "/usr/bin/java"
 	}
 	return ""
+}
+
+// Mode returns the member's srvr Mode (leader, follower, observer,
+// standalone, read-only), or "" if it does not answer.
+func (s *Server) Mode() string {
+	out, err := s.FourLetter("srvr")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(out) {
+		if m, ok := strings.CutPrefix(line, "Mode: "); ok {
+			return strings.TrimSpace(m)
+		}
+	}
+	return ""
+}
+
+// LeaderOf polls the running servers until one says it leads and returns
+// its index, or fails t after timeout.
+func LeaderOf(t testing.TB, servers []*Server, timeout time.Duration) int {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		for i, s := range servers {
+			if s.Running() && s.Mode() == "leader" {
+				return i
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("zkproc: no leader among %v within %v", Addrs(servers), timeout)
+	return -1
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,6 +21,7 @@ func TestWriteConfig(t *testing.T) {
 		myid    int
 		admin   bool
 		want    []string // lines that must appear, in this order
+		not     []string // lines that must not appear
 		notWant []string
 	}{
 		{
@@ -41,11 +43,27 @@ func TestWriteConfig(t *testing.T) {
 		},
 		{
 			name:    "ensemble member",
-			members: []member{{1, 2181, 3001, 4001}, {2, 2182, 3002, 4002}},
+			members: []member{{1, 2181, 3001, 4001, false}, {2, 2182, 3002, 4002, false}},
 			myid:    2,
 			want: []string{"initLimit=10", "syncLimit=5",
 				"server.1=127.0.0.1:3001:4001;127.0.0.1:2181",
 				"server.2=127.0.0.1:3002:4002;127.0.0.1:2182"},
+		},
+		{
+			name:    "observer member",
+			members: []member{{1, 2181, 3001, 4001, false}, {2, 2182, 3002, 4002, true}},
+			myid:    2,
+			want: []string{"initLimit=10", "syncLimit=5",
+				"server.1=127.0.0.1:3001:4001;127.0.0.1:2181",
+				"server.2=127.0.0.1:3002:4002:observer;127.0.0.1:2182", "peerType=observer"},
+		},
+		{
+			name:    "voter beside an observer",
+			members: []member{{1, 2181, 3001, 4001, false}, {2, 2182, 3002, 4002, true}},
+			myid:    1,
+			want: []string{"server.1=127.0.0.1:3001:4001;127.0.0.1:2181",
+				"server.2=127.0.0.1:3002:4002:observer;127.0.0.1:2182"},
+			not: []string{"peerType=observer"},
 		},
 	}
 	for _, tt := range tests {
@@ -67,6 +85,11 @@ func TestWriteConfig(t *testing.T) {
 				t.Errorf("no dataDir line in\n%s", cfg)
 			}
 			lines := strings.Split(cfg, "\n")
+			for _, n := range tt.not {
+				if slices.Contains(lines, n) {
+					t.Errorf("line %q in\n%s", n, cfg)
+				}
+			}
 			pos := 0
 			for _, w := range tt.want {
 				for pos < len(lines) && lines[pos] != w {
@@ -85,8 +108,8 @@ func TestWriteConfig(t *testing.T) {
 			switch {
 			case tt.myid == 0 && err == nil:
 				t.Errorf("standalone server got a myid file")
-			case tt.myid != 0 && strings.TrimSpace(string(myid)) != "2":
-				t.Errorf("myid = %q, %v; want 2", myid, err)
+			case tt.myid != 0 && strings.TrimSpace(string(myid)) != strconv.Itoa(tt.myid):
+				t.Errorf("myid = %q, %v; want %d", myid, err, tt.myid)
 			}
 			if got := hasServerLines(s.CfgPath); got != (tt.myid != 0) {
 				t.Errorf("hasServerLines = %v", got)
