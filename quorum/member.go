@@ -526,6 +526,15 @@ func (m *Member) Sync(ctx context.Context) error {
 	return m.node.WaitApplied(ctx, idx)
 }
 
+// ConnectionClosed implements server.OriginCloser: the writes of client
+// connection origin this member still holds for a leader fail instead of
+// being sent.
+func (m *Member) ConnectionClosed(origin uint64) {
+	if m.fwd != nil {
+		m.fwd.markLost(origin)
+	}
+}
+
 // SyncReattach implements server.ReattachSyncer: in an ensemble it syncs
 // with the leader (whose barrier settles every entry its log holds, the
 // previous term's included), so a client resuming its session here sees

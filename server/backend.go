@@ -71,6 +71,18 @@ type ZxidWaiter interface {
 	WaitZxid(ctx context.Context, zxid int64) bool
 }
 
+// OriginCloser is an optional Backend extension for ensemble members: the
+// server calls ConnectionClosed when a client connection with writes still
+// outstanding ends, with the connection's Request.Origin. Writes of it the
+// member holds but has not yet sent to a leader (one is being elected)
+// must then not be sent: the client resumes its session elsewhere, syncs,
+// and asks whether they happened; one that arrived at the leader after
+// that sync would happen behind its back (a second lock node of a
+// protected create).
+type OriginCloser interface {
+	ConnectionClosed(origin uint64)
+}
+
 // ReattachSyncer is an optional Backend extension for ensemble members.
 // Before a client resumes its session, SyncReattach brings this member up
 // to date with the leader (as a sync does): a client whose write was lost

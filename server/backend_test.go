@@ -35,6 +35,7 @@ type fakeBackend struct {
 	submits  int
 	gate     chan struct{} // when set, each apply waits for a token
 	syncErr  error
+	writeErr error  // when set, every write fails with it at once
 	panicOn  string // "sync": Sync panics
 
 	onClose func(id int64) // the server's SessionClosed
@@ -65,6 +66,13 @@ func (b *fakeBackend) close() {
 
 func (b *fakeBackend) Submit(r *zab.Request) *zab.Future {
 	f, complete := newFuture()
+	b.mu.Lock()
+	werr := b.writeErr
+	b.mu.Unlock()
+	if werr != nil {
+		complete(zab.Result{Err: werr})
+		return f
+	}
 	b.queue <- pendingWrite{r, complete}
 	b.mu.Lock()
 	b.submits++ // once queued: a later barrier is behind it

@@ -177,6 +177,9 @@ func (c *conn) close(reason string) {
 		close(c.done)
 		c.cancel()
 		c.nc.Close()
+		if oc, ok := c.s.b.(OriginCloser); ok && c.pending.Load() > 0 {
+			oc.ConnectionClosed(c.seq)
+		}
 		c.s.log.Debug("connection closed", zap.String("session", hexID(c.sessionID.Load())),
 			zap.String("remote", c.remote), zap.String("reason", reason))
 	})

@@ -32,9 +32,12 @@ func (c *conn) execRead(sl *slot) {
 	if err != nil {
 		body = nil
 	}
-	frame := encodeReply(hdr, body)
 	c.account(sl, hdr.Zxid)
-	c.enqueue(frame, false, hold)
+	if hdr.Err == jute.CodeConnectionLoss {
+		c.dropConnection()
+		return
+	}
+	c.enqueue(encodeReply(hdr, body), false, hold)
 }
 
 // watchHold tells whether req registers a watch and which events to hold

@@ -131,8 +131,25 @@ func (c *conn) finish(sl *slot) bool {
 		return true
 	}
 	c.account(sl, hdr.Zxid)
+	if hdr.Err == jute.CodeConnectionLoss {
+		c.dropConnection()
+		return false
+	}
 	c.enqueue(encodeReply(hdr, body), sl.closeAfter, false)
 	return !sl.closeAfter
+}
+
+// dropConnection closes the connection, after the replies already queued,
+// without answering the request at hand: when this member cannot serve it
+// (its leader is gone), the client must see the connection end, as
+// ZooKeeper's followers drop their clients then. ConnectionLoss is the
+// client's own name for that; sent as a reply code it would leave the
+// connection open for a moment, and a client whose write was lost (go-zk's
+// and Curator's protected creates) would ask this member, not yet caught
+// up with the new leader, whether the write happened, and create again.
+// Reconnecting instead passes through SyncReattach.
+func (c *conn) dropConnection() {
+	c.enqueue(nil, true, false)
 }
 
 // codeFor maps err for the reply of sl; unmapped errors are logged, and
@@ -246,8 +263,10 @@ func (c *conn) enqueue(frame []byte, closeAfter, endHold bool) {
 		c.writeInline(frame)
 		return
 	}
-	c.out.q = append(c.out.q, frame)
-	c.out.bytes += len(frame)
+	if frame != nil {
+		c.out.q = append(c.out.q, frame)
+		c.out.bytes += len(frame)
+	}
 	if endHold {
 		c.out.q = append(c.out.q, c.out.deferred...)
 		c.out.deferred = nil

@@ -491,7 +491,20 @@ func (n *Node) barrier(ctx context.Context) error {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
-	if err := n.raft.Barrier(timeout).Error(); err != nil {
+	// The writes this leader has taken but not yet proposed (waiting in
+	// the batch queue for a batch in flight to land) go into the log
+	// first, so the barrier comes after them: a sync answers for every
+	// write the leader received before it, as ZooKeeper's does. Without
+	// this a client that lost its connection during a leader change,
+	// while its create waited here, resumed elsewhere, synced, did not
+	// see the create and made it again (two lock nodes of one session).
+	n.submitMu.Lock()
+	for len(n.batch.queue) > 0 && !n.batch.closed {
+		n.flushLocked()
+	}
+	f := n.raft.Barrier(timeout) // only queued: in log order with the batches
+	n.submitMu.Unlock()
+	if err := f.Error(); err != nil {
 		if e := raftErr(err); errors.Is(e, ErrNotLeader) || errors.Is(e, ErrStopped) {
 			return e
 		}
