@@ -38,7 +38,7 @@ const moveChunk = 1024
 // over from Pebble.
 func openLog(cfg Config, st *store.Store, onAppend func(entries, commands int, took time.Duration), onSync func(time.Duration)) (*wal.Log, error) {
 	dir := filepath.Join(cfg.Dir, walDir)
-	l, err := wal.Open(wal.Options{Dir: dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("wal"), OnAppend: onAppend, OnSync: onSync})
+	l, err := wal.Open(wal.Options{Dir: dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("wal"), OnAppend: onAppend, OnSync: onSync, OnSyncError: cfg.OnDiskFailure})
 	if err != nil {
 		return nil, fmt.Errorf("zab: open the raft log in %s: %w", dir, err)
 	}

@@ -189,6 +189,7 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	nc.MyID = qc.MyID
 	nc.TickTime = c.TickTime
 	nc.Logger = log.Named("zab")
+	nc.OnDiskFailure = diskFailure(log)
 	nc.Tree = datatree.DefaultConfig()
 	nc.Tree.ExtendedTypes = c.propBool("zookeeper.extendedTypesEnabled")
 	nc.Tree.EnforceQuota = c.propBool("zookeeper.enforceQuota")

@@ -188,7 +188,8 @@ func (f *FS) state(ino uint64, p string, size int64) *fileState {
 
 // PowerCut puts every file written through the mount back as it was at its
 // last fsync, and removes files never fsynced whose directory was never
-// fsynced either. Faults stay as set. Call it with no process writing to
+// fsynced either; files the filter rejects are left as they are. Faults
+// stay as set. Call it with no process writing to
 // the mount.
 func (f *FS) PowerCut() error {
 	f.mu.Lock()
@@ -201,6 +202,9 @@ func (f *FS) PowerCut() error {
 	sort.Slice(inos, func(i, j int) bool { return inos[i] < inos[j] })
 	for _, ino := range inos {
 		s := f.files[ino]
+		if !f.applies(s.path) {
+			continue // outside the filter: as if synced
+		}
 		if !s.named {
 			if err := os.Remove(s.path); err != nil && !errors.Is(err, os.ErrNotExist) {
 				errs = append(errs, err)

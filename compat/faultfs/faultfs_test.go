@@ -208,6 +208,8 @@ func TestPowerCut(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(dir, "synced"), []byte("hello"), true)
 	writeFile(t, filepath.Join(dir, "never"), []byte("gone"), false)
+	writeFile(t, filepath.Join(dir, "unfiltered"), []byte("kept"), false)
+	f.SetFilter(func(rel string) bool { return rel != "unfiltered" })
 	if err := os.Mkdir(filepath.Join(dir, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -252,6 +254,7 @@ func TestPowerCut(t *testing.T) {
 		"old":         "0123456789",
 		"d/dirsynced": "",
 		"final":       "renamed",
+		"unfiltered":  "kept",
 	}
 	for name, w := range want {
 		got, ok := read(name)

@@ -62,6 +62,10 @@ type Options struct {
 	// the goroutine that synced. It must not block. It is not
 	// called with NoSync.
 	OnSync func(took time.Duration)
+	// OnSyncError, when set, is called when an fsync or fdatasync of a
+	// segment file fails, with the file and the error, before the error is
+	// returned (see zab.Config.OnDiskFailure).
+	OnSyncError func(file string, err error)
 }
 
 // Validate reports the first bad field of o.
@@ -91,6 +95,7 @@ type Log struct {
 	log         *zap.Logger
 	onAppend    func(entries, commands int, took time.Duration)
 	onSync      func(time.Duration)
+	onSyncError func(file string, err error)
 
 	closed atomic.Bool
 	// bounds is the log's first and last index as one value, replaced (never
@@ -186,6 +191,7 @@ func Open(opts Options) (*Log, error) {
 		log:         opts.Logger,
 		onAppend:    opts.OnAppend,
 		onSync:      opts.OnSync,
+		onSyncError: opts.OnSyncError,
 		spareWanted: make(chan struct{}, 1),
 		stop:        make(chan struct{}),
 	}
@@ -488,6 +494,9 @@ func (l *Log) syncFile(f *os.File, path string) error {
 	}
 	start := time.Now()
 	if err := fdatasync(f); err != nil {
+		if l.onSyncError != nil {
+			l.onSyncError(path, err)
+		}
 		return fmt.Errorf("wal: fdatasync %s: %w", path, err)
 	}
 	took := time.Since(start)

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"sync"
+
+	"go.uber.org/zap"
+)
+
+// exitDiskFailure is zkd's exit status after a failed fsync: EX_IOERR of
+// sysexits.h.
+const exitDiskFailure = 74
+
+// diskFailure returns zab.Config.OnDiskFailure for the process: the first
+// failed fsync logs one line naming the file and what to do, and exits with
+// exitDiskFailure. Nothing acknowledged is lost by exiting: a write is
+// acknowledged only after its fsync succeeded, and the restart recovers
+// from what the disk holds (a member of an ensemble also catches up from
+// its peers). Carrying on would not be safe: after a failed fsync Linux
+// may mark the lost pages clean, so a later fsync can succeed over data the
+// disk never got (PostgreSQL's "fsyncgate").
+func diskFailure(log *zap.Logger) func(file string, err error) {
+	var once sync.Once
+	return func(file string, err error) {
+		once.Do(func() {
+			log.Error(fmt.Sprintf("DISK FAILURE: fsync of %s failed (%v); zkd stops now, since the page cache may hold writes the disk lost. "+
+				"Check the disk (dmesg, SMART) and restart zkd once it is healthy: it recovers what was synced, and a member catches up from its peers",
+				file, err), zap.String("file", file), zap.Error(err), zap.Int("exit", exitDiskFailure))
+			_ = log.Sync()
+			os.Exit(exitDiskFailure)
+		})
+		select {} // another goroutine is exiting the process
+	}
+}

@@ -1,0 +1,137 @@
+package diskfault
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+// diskFailureLine starts the one line zkd logs when an fsync fails.
+const diskFailureLine = "DISK FAILURE: fsync of "
+
+// checkDiskFailureExit checks that s exited with status 74 after logging
+// exactly one disk-failure line naming a file under its data directory.
+func checkDiskFailureExit(t *testing.T, s *zkproc.Server) {
+	t.Helper()
+	waitExit(t, s, 15*time.Second)
+	if st := s.Cmd.ProcessState; st == nil || st.ExitCode() != 74 {
+		t.Fatalf("%s exited with %v, want status 74 (EX_IOERR); tail:\n%s", s.Addr, st, tail(s.Log(), 3000))
+	}
+	lines := logLines(s, diskFailureLine)
+	if len(lines) != 1 {
+		t.Fatalf("%d disk-failure lines, want 1:\n%s", len(lines), strings.Join(lines, "\n"))
+	}
+	if !strings.Contains(lines[0], s.DataDir+"/") || !strings.Contains(lines[0], "restart zkd") {
+		t.Fatalf("the disk-failure line names no file under %s or no action: %s", s.DataDir, lines[0])
+	}
+}
+
+// TestIntegration_FsyncEIOStandalone: a failed fsync stops the member
+// with one line and status 74; the client's pending write gets an error,
+// not a hang; after a restart every acknowledged write is there.
+func TestIntegration_FsyncEIOStandalone(t *testing.T) {
+	f := mountDir(t)
+	s := zkproc.StartZkd(t, zkproc.Options{Dir: f.Dir(), Binary: zkdBin(t)})
+	w := &writer{c: connect(t, s.Addr)}
+	w.writeN(t, 50)
+	f.SetFsyncError(syscall.EIO)
+	if err := w.write(); err == nil {
+		t.Fatal("a write was acknowledged although its fsync failed")
+	} else if strings.Contains(err.Error(), "a hang") {
+		t.Fatal(err)
+	}
+	checkDiskFailureExit(t, s)
+	f.Clear()
+	start := time.Now()
+	s.Restart(t)
+	w.checkAcked(t, connect(t, s.Addr))
+	t.Logf("serving again %v after the restart", time.Since(start))
+}
+
+// TestIntegration_FsyncEIOLeader: the leader's fsync fails; it stops with
+// one line, the two others elect a leader and keep acknowledging writes;
+// the restarted member has every acknowledged write.
+func TestIntegration_FsyncEIOLeader(t *testing.T) {
+	f := mountDir(t)
+	f.SetFilter(func(string) bool { return false })
+	servers := ensemble(t, f)
+	l := leader(t, servers)
+	other := servers[(l+1)%3]
+	w := &writer{c: connect(t, other.Addr)}
+	w.writeN(t, 50)
+	sid := w.c.SessionID()
+	f.SetFilter(memberData(l))
+	f.SetFsyncError(syscall.EIO)
+	start := time.Now()
+	w.writeUntil(t, 50, 30*time.Second)
+	t.Logf("50 more writes acknowledged %v after the leader's fsync failed", time.Since(start))
+	checkDiskFailureExit(t, servers[l])
+	if got := w.c.SessionID(); got != sid {
+		t.Fatalf("the client's session changed from %#x to %#x: it expired", sid, got)
+	}
+	f.Clear()
+	servers[l].Restart(t)
+	w.checkAcked(t, connect(t, servers[l].Addr))
+}
+
+// TestIntegration_PowerCutStandalone: a power cut drops every write not
+// fsynced; every acknowledged write survives the restart.
+func TestIntegration_PowerCutStandalone(t *testing.T) {
+	f := mountDir(t)
+	s := zkproc.StartZkd(t, zkproc.Options{Dir: f.Dir(), Binary: zkdBin(t)})
+	w := &writer{c: connect(t, s.Addr)}
+	w.writeN(t, 200)
+	s.Kill()
+	if err := f.PowerCut(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	s.Restart(t)
+	w.checkAcked(t, connect(t, s.Addr))
+	t.Logf("serving again %v after the restart", time.Since(start))
+}
+
+// TestIntegration_PowerCutEnsemble: all three members lose power at once
+// while a client writes; every acknowledged write survives.
+func TestIntegration_PowerCutEnsemble(t *testing.T) {
+	f := mountDir(t)
+	f.SetFilter(memberData(0, 1, 2))
+	servers := ensemble(t, f)
+	w := &writer{c: connect(t, servers[0].Addr)}
+	w.writeN(t, 100)
+	// Writes in flight at the cut: acknowledged ones must survive.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				if w.write() != nil {
+					return
+				}
+			}
+		}
+	}()
+	for _, s := range servers {
+		s.Kill()
+	}
+	close(stop)
+	<-done
+	if err := f.PowerCut(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	zkproc.RestartAll(t, servers)
+	c := connect(t, zkproc.Addrs(servers)...)
+	if _, err := c.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	w.checkAcked(t, c)
+	t.Logf("serving again %v after the restart", time.Since(start))
+}
