@@ -99,6 +99,11 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(cfg, log); err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			log.Error(diskFullMessage(cfg.DataDir, err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitDiskFailure))
+			_ = log.Sync()
+			os.Exit(exitDiskFailure)
+		}
 		log.Error("zkd stopped", zap.Error(err))
 		os.Exit(1)
 	}
@@ -189,7 +194,7 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	nc.MyID = qc.MyID
 	nc.TickTime = c.TickTime
 	nc.Logger = log.Named("zab")
-	nc.OnDiskFailure = diskFailure(log)
+	nc.OnDiskFailure = diskFailure(log, c.DataDir)
 	nc.Tree = datatree.DefaultConfig()
 	nc.Tree.ExtendedTypes = c.propBool("zookeeper.extendedTypesEnabled")
 	nc.Tree.EnforceQuota = c.propBool("zookeeper.enforceQuota")

@@ -227,3 +227,16 @@ func (w *writer) writeUntil(t *testing.T, n int, timeout time.Duration) {
 		}
 	}
 }
+
+// appendCfg appends line to s's zoo.cfg, for its next start.
+func appendCfg(t *testing.T, s *zkproc.Server, line string) {
+	t.Helper()
+	fh, err := os.OpenFile(s.CfgPath, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fh.Close()
+	if _, err := fh.WriteString(line + "\n"); err != nil {
+		t.Fatal(err)
+	}
+}
