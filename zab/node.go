@@ -342,7 +342,7 @@ func Open(cfg Config) (*Node, error) {
 	rc.BatchApplyCh = true
 	// Client writes are packed (batch.go), so few entries wait at once;
 	// raft allocates a slice of this many pointers for every commit.
-	rc.MaxAppendEntries = 64
+	rc.MaxAppendEntries = maxAppendEntries
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = 10240

@@ -11,6 +11,10 @@ import (
 	"go.uber.org/zap"
 )
 
+// exitCorrupt is zkd's exit status when its data directory is corrupt:
+// EX_DATAERR of sysexits.h.
+const exitCorrupt = 65
+
 // exitDiskFailure is zkd's exit status after a failed fsync: EX_IOERR of
 // sysexits.h.
 const exitDiskFailure = 74
@@ -53,4 +57,12 @@ func isDiskFull(err error) bool {
 func diskFullMessage(dataDir string, err error) string {
 	return fmt.Sprintf("DISK FULL: no space left on the file system of dataDir %s (%v); zkd stops. "+
 		"Free space there (old snapshots and logs, other files; see autopurge.*) and start zkd again: nothing acknowledged is lost", dataDir, err)
+}
+
+// corruptMessage is the one line zkd logs when it refuses to start on a
+// corrupt data directory; err names the file and the offset.
+func corruptMessage(dataDir string, err error) string {
+	return fmt.Sprintf("CORRUPT DATA in dataDir %s: %v; zkd refuses to start. "+
+		"A member of an ensemble: move %s aside and start zkd again to rebuild it from its peers. "+
+		"Standalone: restore the data directory from a backup", dataDir, err, dataDir)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/zkd/zkd/server/console"
 	"github.com/zkd/zkd/server/lockview"
 	"github.com/zkd/zkd/zab"
+	"github.com/zkd/zkd/zab/wal"
 )
 
 // version is zkd's own version; the ZooKeeper line it answers to clients
@@ -99,6 +100,11 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(cfg, log); err != nil {
+		if errors.Is(err, wal.ErrCorrupt) {
+			log.Error(corruptMessage(cfg.DataDir, err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitCorrupt))
+			_ = log.Sync()
+			os.Exit(exitCorrupt)
+		}
 		if errors.Is(err, syscall.ENOSPC) {
 			log.Error(diskFullMessage(cfg.DataDir, err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitDiskFailure))
 			_ = log.Sync()
@@ -169,6 +175,9 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	qc.MyID = c.MyID
 	if qc.MyID == 0 && len(qc.Peers) <= 1 {
 		qc.MyID = 1
+	}
+	if qc.MyID == 0 {
+		return qc, nc, sc, fmt.Errorf("zkd: %s is missing: a member of an ensemble reads its server.N number there (one line, e.g. 1); restore it", filepath.Join(c.DataDir, "myid"))
 	}
 	qc.TickTime, qc.InitLimit, qc.SyncLimit = c.TickTime, c.InitLimit, c.SyncLimit
 	qc.ReadOnlyMode = c.propBool("readonlymode.enabled")
