@@ -308,18 +308,24 @@ func (f *FS) write(fd int, ino uint64, p string, n int64, off int64, do func() (
 		f.spaceLeft -= grow
 	}
 	s := f.state(ino, p, st.Size)
-	if e := s.keep(fd, off, min(off+n, st.Size)); e != 0 {
+	if e := s.keep(off, min(off+n, st.Size)); e != 0 {
 		return 0, e
 	}
 	w, err := do()
 	return uint32(max(w, 0)), fs.ToErrno(err)
 }
 
-// keep saves the file's bytes in [from, to) to its undo log.
-func (s *fileState) keep(fd int, from, to int64) syscall.Errno {
+// keep saves the file's bytes in [from, to) to its undo log, reading
+// them through a descriptor of its own: the writer's may be write-only.
+func (s *fileState) keep(from, to int64) syscall.Errno {
 	if to <= from {
 		return 0
 	}
+	fd, err := syscall.Open(s.path, syscall.O_RDONLY, 0)
+	if err != nil {
+		return fs.ToErrno(err)
+	}
+	defer syscall.Close(fd)
 	old := make([]byte, to-from)
 	r, err := syscall.Pread(fd, old, from)
 	if err != nil {
@@ -347,7 +353,7 @@ func (f *FS) resize(fd int, ino uint64, p string, size int64, do func() syscall.
 		f.spaceLeft -= grow
 	}
 	s := f.state(ino, p, st.Size)
-	if e := s.keep(fd, size, st.Size); e != 0 {
+	if e := s.keep(size, st.Size); e != 0 {
 		return e
 	}
 	return do()

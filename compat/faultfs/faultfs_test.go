@@ -236,6 +236,20 @@ func TestPowerCut(t *testing.T) {
 		t.Fatal(err)
 	}
 	fh.Close()
+	// Overwritten through a write-only descriptor (as Java's
+	// FileOutputStream opens files).
+	writeFile(t, filepath.Join(dir, "wronly"), []byte("synced"), true)
+	fh, err = os.OpenFile(filepath.Join(dir, "wronly"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.Write([]byte(" and appended")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fh.WriteAt([]byte("SYNCED"), 0); err == nil {
+		t.Log("pwrite with O_APPEND accepted")
+	}
+	fh.Close()
 	// A synced rename of a synced file keeps its synced content.
 	writeFile(t, filepath.Join(dir, "tmp"), []byte("renamed"), true)
 	if err := os.Rename(filepath.Join(dir, "tmp"), filepath.Join(dir, "final")); err != nil {
@@ -255,6 +269,7 @@ func TestPowerCut(t *testing.T) {
 		"d/dirsynced": "",
 		"final":       "renamed",
 		"unfiltered":  "kept",
+		"wronly":      "synced",
 	}
 	for name, w := range want {
 		got, ok := read(name)
