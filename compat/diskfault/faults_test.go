@@ -185,37 +185,47 @@ func TestIntegration_DiskFullStandalone(t *testing.T) {
 	t.Logf("serving again %v after space came back", time.Since(start))
 }
 
-// TestIntegration_DiskFullFollower: one follower's disk fills up during a
-// snapshot; it stops with one line, the two others go on and the client
-// connected to one of them keeps its session; after space is back the
-// member rejoins with every acknowledged write.
-func TestIntegration_DiskFullFollower(t *testing.T) {
-	f := mountDir(t)
-	f.SetFilter(func(string) bool { return false })
-	servers := ensemble(t, f)
-	// snapCount applies on restart: the ensemble is started plain, then
-	// every member restarted with it.
-	for _, s := range servers {
-		appendCfg(t, s, "snapCount=100")
+// TestIntegration_DiskFullEnsemble: one member's disk (a follower's, then
+// in a fresh ensemble the leader's) fills up during a snapshot; it stops
+// with one line, the two others go on and the client connected to one of
+// them keeps its session; after space is back the member rejoins with
+// every acknowledged write.
+func TestIntegration_DiskFullEnsemble(t *testing.T) {
+	for _, role := range []string{"follower", "leader"} {
+		t.Run(role, func(t *testing.T) {
+			f := mountDir(t)
+			f.SetFilter(func(string) bool { return false })
+			servers := ensemble(t, f)
+			// snapCount applies on restart: the ensemble is started
+			// plain, then every member restarted with it.
+			for _, s := range servers {
+				appendCfg(t, s, "snapCount=100")
+			}
+			zkproc.RestartAll(t, servers)
+			l := leader(t, servers)
+			victim, other := (l+1)%3, servers[(l+2)%3]
+			if role == "leader" {
+				victim = l
+			}
+			w := &writer{c: connect(t, other.Addr)}
+			w.writeN(t, 20)
+			sid := w.c.SessionID()
+			f.SetFilter(memberData(victim))
+			f.SetSpaceLeft(0)
+			start := time.Now()
+			w.writeUntil(t, 300, 60*time.Second)
+			t.Logf("300 writes acknowledged %v after the %s's disk filled", time.Since(start), role)
+			checkDiskExit(t, servers[victim], diskFullLine)
+			if got := w.c.SessionID(); got != sid {
+				t.Fatalf("the client's session changed from %#x to %#x: it expired", sid, got)
+			}
+			f.Clear()
+			servers[victim].Restart(t)
+			c := connect(t, servers[victim].Addr)
+			if _, err := c.Sync("/"); err != nil {
+				t.Fatal(err)
+			}
+			w.checkAcked(t, c)
+		})
 	}
-	zkproc.RestartAll(t, servers)
-	l := leader(t, servers)
-	victim, other := (l+1)%3, servers[(l+2)%3]
-	w := &writer{c: connect(t, other.Addr)}
-	w.writeN(t, 20)
-	sid := w.c.SessionID()
-	f.SetFilter(memberData(victim))
-	f.SetSpaceLeft(0)
-	w.writeUntil(t, 300, 60*time.Second)
-	checkDiskExit(t, servers[victim], diskFullLine)
-	if got := w.c.SessionID(); got != sid {
-		t.Fatalf("the client's session changed from %#x to %#x: it expired", sid, got)
-	}
-	f.Clear()
-	servers[victim].Restart(t)
-	c := connect(t, servers[victim].Addr)
-	if _, err := c.Sync("/"); err != nil {
-		t.Fatal(err)
-	}
-	w.checkAcked(t, c)
 }
