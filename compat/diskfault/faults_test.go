@@ -52,7 +52,7 @@ func checkDiskFailureExit(t *testing.T, s *zkproc.Server) {
 // not a hang; after a restart every acknowledged write is there.
 func TestIntegration_FsyncEIOStandalone(t *testing.T) {
 	f := mountDir(t)
-	s := zkproc.StartZkd(t, zkproc.Options{Dir: f.Dir(), Binary: zkdBin(t)})
+	s := zkproc.StartZkd(t, zkproc.Options{Dir: memberDir(t, f, 1), Binary: zkdBin(t)})
 	w := &writer{c: connect(t, s.Addr)}
 	w.writeN(t, 50)
 	f.SetFsyncError(syscall.EIO)
@@ -99,7 +99,7 @@ func TestIntegration_FsyncEIOLeader(t *testing.T) {
 // fsynced; every acknowledged write survives the restart.
 func TestIntegration_PowerCutStandalone(t *testing.T) {
 	f := mountDir(t)
-	s := zkproc.StartZkd(t, zkproc.Options{Dir: f.Dir(), Binary: zkdBin(t)})
+	s := zkproc.StartZkd(t, zkproc.Options{Dir: memberDir(t, f, 1), Binary: zkdBin(t)})
 	w := &writer{c: connect(t, s.Addr)}
 	w.writeN(t, 200)
 	s.Kill()
@@ -162,7 +162,7 @@ func TestIntegration_PowerCutEnsemble(t *testing.T) {
 // with every acknowledged write.
 func TestIntegration_DiskFullStandalone(t *testing.T) {
 	f := mountDir(t)
-	s := zkproc.StartZkd(t, zkproc.Options{Dir: f.Dir(), Binary: zkdBin(t), ExtraCfg: map[string]string{"snapCount": "100"}})
+	s := zkproc.StartZkd(t, zkproc.Options{Dir: memberDir(t, f, 1), Binary: zkdBin(t), ExtraCfg: map[string]string{"snapCount": "100"}})
 	w := &writer{c: connect(t, s.Addr)}
 	w.writeN(t, 50)
 	f.SetSpaceLeft(0)

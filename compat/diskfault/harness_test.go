@@ -15,8 +15,7 @@ import (
 )
 
 // mountDir mounts a faultfs over a fresh directory and returns it, with
-// its faults limited to the data directory (the member's zoo.cfg and log
-// sit beside it on the same mount).
+// its faults limited to the data directory of member 1 (see memberDir).
 func mountDir(t *testing.T) *faultfs.FS {
 	t.Helper()
 	backing, mnt := t.TempDir(), t.TempDir()
@@ -29,12 +28,28 @@ func mountDir(t *testing.T) *faultfs.FS {
 			t.Error(err)
 		}
 	})
-	f.SetFilter(dataOnly)
+	f.SetFilter(memberData(0))
 	return f
 }
 
-// dataOnly accepts the paths under the member's data directory.
-func dataOnly(rel string) bool { return rel == "data" || strings.HasPrefix(rel, "data/") }
+// memberDir returns a fresh directory for member i (1-based) whose data
+// directory, data, is a symbolic link to memberI/data on f's mount. The
+// member's zoo.cfg, log and working directory stay off the mount: a child
+// the test process starts must not touch the mount this process serves
+// before it has exec'd (os/exec holds syscall.ForkLock until then, which
+// can stall the FUSE server; a 3-member start hung that way under -race).
+func memberDir(t *testing.T, f *faultfs.FS, i int) string {
+	t.Helper()
+	dir := t.TempDir()
+	data := filepath.Join(f.Dir(), fmt.Sprintf("member%d", i), "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(data, filepath.Join(dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
 
 // connect opens a go-zk session on addrs and waits until it is connected.
 func connect(t *testing.T, addrs ...string) *zk.Conn {
@@ -176,7 +191,7 @@ func ensemble(t *testing.T, f *faultfs.FS) []*zkproc.Server {
 	t.Helper()
 	var dirs []string
 	for i := 1; i <= 3; i++ {
-		dirs = append(dirs, filepath.Join(f.Dir(), fmt.Sprintf("member%d", i)))
+		dirs = append(dirs, memberDir(t, f, i))
 	}
 	return zkproc.StartZkdEnsemble(t, 3, zkproc.Options{MemberDirs: dirs, Binary: zkdBin(t)})
 }

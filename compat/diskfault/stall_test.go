@@ -66,7 +66,7 @@ func stallRun(t *testing.T, f *faultfs.FS, s *zkproc.Server, stall time.Duration
 // expire.
 func TestIntegration_FsyncStallStandalone(t *testing.T) {
 	f := mountDir(t)
-	s := zkproc.StartZkd(t, zkproc.Options{Dir: f.Dir(), Binary: zkdBin(t)})
+	s := zkproc.StartZkd(t, zkproc.Options{Dir: memberDir(t, f, 1), Binary: zkdBin(t)})
 	expired, took := stallRun(t, f, s, 6*time.Second)
 	t.Logf("zkd: write took %v during a 6 s fsync stall; idle 4 s session expired: %v", took, expired)
 	if expired {

@@ -46,6 +46,12 @@
 // syncs nothing else. Those are the guarantees journaling file systems
 // give in practice; they are weaker than POSIX.
 //
+// A process the test starts should not have its working directory (or
+// anything else it touches before exec) on the mount: os/exec holds
+// syscall.ForkLock until the child has exec'd, which can stall the FUSE
+// server in the same process. Keep a member's directory off the mount and
+// link its data directory onto it, as compat/diskfault does.
+//
 // Mounting needs /dev/fuse and CAP_SYS_ADMIN (the mount is made directly,
 // without fusermount). Kernel caching of attributes and entries is turned
 // off, so what a PowerCut restores is what the next open sees.
