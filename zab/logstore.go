@@ -27,9 +27,14 @@ const walDir = "wal"
 // and synced, before Pebble's copy is deleted.
 var keyLogInWAL = []byte("zkd.log.wal")
 
+// maxAppendEntries is raft's MaxAppendEntries: the most entries one
+// StoreLogs holds, which the segment log's recovery relies on (see
+// wal.Options.MaxBatch).
+const maxAppendEntries = 64
+
 // moveChunk bounds the entries copied per StoreLogs while moving a
-// Pebble-held log.
-const moveChunk = 1024
+// Pebble-held log: no more than raft's own batches.
+const moveChunk = maxAppendEntries
 
 // openLog opens the segment log of the node in cfg.Dir, first moving into
 // it the log an older zkd kept in st (Pebble). The move is safe to
@@ -38,7 +43,7 @@ const moveChunk = 1024
 // over from Pebble.
 func openLog(cfg Config, st *store.Store, onAppend func(entries, commands int, took time.Duration), onSync func(time.Duration)) (*wal.Log, error) {
 	dir := filepath.Join(cfg.Dir, walDir)
-	l, err := wal.Open(wal.Options{Dir: dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("wal"), OnAppend: onAppend, OnSync: onSync})
+	l, err := wal.Open(wal.Options{Dir: dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("wal"), OnAppend: onAppend, OnSync: onSync, OnSyncError: cfg.OnDiskFailure, MaxBatch: maxAppendEntries})
 	if err != nil {
 		return nil, fmt.Errorf("zab: open the raft log in %s: %w", dir, err)
 	}

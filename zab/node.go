@@ -79,6 +79,15 @@ type Config struct {
 	NoBootstrap bool
 	// NoSync skips fsync: tests only, never in production.
 	NoSync bool
+	// OnDiskFailure, when set, is called once when an fsync of the raft
+	// log or of Pebble fails, with the file (or Pebble's directory) and
+	// the error, and must not return: after a failed fsync the page cache
+	// can no longer be trusted to hold what the disk holds (PostgreSQL's
+	// "fsyncgate"), so the member must stop and recover from what was
+	// synced. cmd/zkd logs one line and exits. Unset, the failure is only
+	// returned (the log) or panics (Pebble), as tests of those packages
+	// expect.
+	OnDiskFailure func(file string, err error)
 	// Logger receives the node's, raft's and Pebble's logs.
 	Logger *zap.Logger
 	// OnSessionClosed is called on the apply goroutine when a session is
@@ -263,7 +272,7 @@ func Open(cfg Config) (*Node, error) {
 		proposeWake: make(chan struct{}, 1),
 		snapDue:     make(chan struct{}, 1),
 	}
-	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble")})
+	st, err := store.Open(store.Options{Dir: cfg.Dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("pebble"), OnDiskFailure: cfg.OnDiskFailure})
 	if err != nil {
 		return nil, fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
 	}
@@ -336,7 +345,7 @@ func Open(cfg Config) (*Node, error) {
 	rc.BatchApplyCh = true
 	// Client writes are packed (batch.go), so few entries wait at once;
 	// raft allocates a slice of this many pointers for every commit.
-	rc.MaxAppendEntries = 64
+	rc.MaxAppendEntries = maxAppendEntries
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
 	rc.TrailingLogs = 10240

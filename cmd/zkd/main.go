@@ -30,6 +30,7 @@ import (
 	"github.com/zkd/zkd/server/console"
 	"github.com/zkd/zkd/server/lockview"
 	"github.com/zkd/zkd/zab"
+	"github.com/zkd/zkd/zab/wal"
 )
 
 // version is zkd's own version; the ZooKeeper line it answers to clients
@@ -99,6 +100,16 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(cfg, log); err != nil {
+		if errors.Is(err, wal.ErrCorrupt) {
+			log.Error(corruptMessage(cfg.DataDir, err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitCorrupt))
+			_ = log.Sync()
+			os.Exit(exitCorrupt)
+		}
+		if errors.Is(err, syscall.ENOSPC) {
+			log.Error(diskFullMessage(cfg.DataDir, err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitDiskFailure))
+			_ = log.Sync()
+			os.Exit(exitDiskFailure)
+		}
 		log.Error("zkd stopped", zap.Error(err))
 		os.Exit(1)
 	}
@@ -165,6 +176,9 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	if qc.MyID == 0 && len(qc.Peers) <= 1 {
 		qc.MyID = 1
 	}
+	if qc.MyID == 0 {
+		return qc, nc, sc, fmt.Errorf("zkd: %s is missing: a member of an ensemble reads its server.N number there (one line, e.g. 1); restore it", filepath.Join(c.DataDir, "myid"))
+	}
 	qc.TickTime, qc.InitLimit, qc.SyncLimit = c.TickTime, c.InitLimit, c.SyncLimit
 	qc.ReadOnlyMode = c.propBool("readonlymode.enabled")
 	qc.ReconfigEnabled = c.ReconfigEnabled
@@ -195,6 +209,7 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	nc.MyID = qc.MyID
 	nc.TickTime = c.TickTime
 	nc.Logger = log.Named("zab")
+	nc.OnDiskFailure = diskFailure(log, c.DataDir)
 	nc.Tree = datatree.DefaultConfig()
 	nc.Tree.ExtendedTypes = c.propBool("zookeeper.extendedTypesEnabled")
 	nc.Tree.EnforceQuota = c.propBool("zookeeper.enforceQuota")

@@ -63,6 +63,10 @@ type Options struct {
 	Dir string
 	// Port is the client port; default a free one.
 	Port int
+	// MemberDirs, for an ensemble, are the members' directories in myid
+	// order (as Dir is a standalone server's), e.g. on a test file system;
+	// default fresh directories.
+	MemberDirs []string
 	// Binary is the zkd binary to run; default BuildZkd. Ignored for
 	// ZooKeeper.
 	Binary string
@@ -268,6 +272,10 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 	for i, m := range members {
 		o := opts
 		o.Dir = filepath.Join(base, fmt.Sprintf("member%d", m.id))
+		if i < len(opts.MemberDirs) {
+			o.Dir = opts.MemberDirs[i]
+		}
+		o.MemberDirs = nil
 		o.Port = m.client
 		s := newServer(t, kind, o)
 		if err := writeConfig(s, o, members, m.id); err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -20,15 +21,24 @@ import (
 // return, and a panic (unlike os.Exit) lets tests and deferred cleanup see
 // what happened.
 func PebbleLogger(l *zap.Logger) pebble.Logger {
-	return pebbleLogger{l.WithOptions(zap.AddCallerSkip(1)).Sugar()}
+	return pebbleLogger{s: l.WithOptions(zap.AddCallerSkip(1)).Sugar()}
 }
 
-type pebbleLogger struct{ s *zap.SugaredLogger }
+// pebbleLogger is a pebble.Logger on zap; fatal, when set, is called
+// (with dir, the database's directory) instead of panicking.
+type pebbleLogger struct {
+	s     *zap.SugaredLogger
+	dir   string
+	fatal func(file string, err error)
+}
 
 func (p pebbleLogger) Infof(format string, args ...interface{}) { p.s.Infof(format, args...) }
 
 func (p pebbleLogger) Fatalf(format string, args ...interface{}) {
 	msg := fmt.Sprintf(format, args...)
+	if p.fatal != nil {
+		p.fatal(p.dir, errors.New(msg))
+	}
 	p.s.Error(msg)
 	panic("store: pebble fatal: " + msg)
 }

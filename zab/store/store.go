@@ -59,6 +59,11 @@ type Options struct {
 	// FS is the filesystem Pebble uses. Default vfs.Default (the OS). Tests
 	// pass vfs.NewStrictMem() to simulate losing unsynced writes.
 	FS vfs.FS
+	// OnDiskFailure, when set, is called instead of panicking when Pebble
+	// hits an error it cannot continue after (a failed fsync or write of
+	// its WAL: "fatal commit error"), with Dir and the error; it must not
+	// return (see zab.Config.OnDiskFailure).
+	OnDiskFailure func(file string, err error)
 	// OnWALSync, when set, is called after each fsync of the write-ahead
 	// log with its duration, on the goroutine that synced. It must not
 	// block.
@@ -160,7 +165,7 @@ func Open(opts Options) (*Store, error) {
 		FS:           cfs,
 		Cache:        cache,
 		MemTableSize: opts.MemTableSize,
-		Logger:       PebbleLogger(opts.Logger.Named("pebble")),
+		Logger:       pebbleLogger{s: opts.Logger.Named("pebble").WithOptions(zap.AddCallerSkip(1)).Sugar(), dir: opts.Dir, fatal: opts.OnDiskFailure},
 	}
 	db, err := pebble.Open(opts.Dir, popts)
 	if err != nil {

@@ -83,7 +83,11 @@
 // the index past which the log cannot be trusted. In the newest segment a
 // bad record, or any non-zero byte after the last good one, is a torn write
 // of the last batch (every StoreLogs is synced before raft counts it, so
-// only that batch can be torn): the records before it are kept, the rest of
+// only that batch can be torn), unless Options.MaxBatch good records or
+// more follow a record whose CRC failed: that record was synced and
+// changed since, and Open fails with a *CorruptError. (Corruption within
+// the last MaxBatch records cannot be told from a torn write.) For a torn
+// write, the records before it are kept, the rest of
 // the segment is overwritten with zeros and synced, and a warning names the
 // file, the offset and the first index dropped. Zeroing matters: otherwise
 // a later, shorter write could end exactly where a stale record begins and

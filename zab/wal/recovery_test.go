@@ -492,3 +492,62 @@ func TestWriteErrorSticky(t *testing.T) {
 	store(t, l, 4, 6, 1, 3)
 	checkEntries(t, l, 1, 6, 1)
 }
+
+// TestCorruptionNotTorn flips a payload byte of a record in the newest
+// segment: with MaxBatch good records or more after it, that is
+// corruption of synced records, and Open refuses naming the file and the
+// offset; with fewer it may be the torn last batch, and recovery drops it.
+func TestCorruptionNotTorn(t *testing.T) {
+	const maxBatch = 4
+	tests := []struct {
+		flip     uint64 // the record damaged, of 1..20
+		refused  bool
+		lastKept uint64
+	}{
+		{flip: 5, refused: true},
+		{flip: 16, refused: true}, // exactly maxBatch good records after
+		{flip: 17, lastKept: 16},
+		{flip: 20, lastKept: 19},
+	}
+	for _, tc := range tests {
+		t.Run(fmt.Sprintf("record %d", tc.flip), func(t *testing.T) {
+			opts := Options{Dir: t.TempDir(), SegmentSize: 64 << 10, MaxBatch: maxBatch}
+			l := openLog(t, opts)
+			store(t, l, 1, 20, 1, 1)
+			lay := layoutOf(l)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path, off, _ := recordAt(t, lay, tc.flip)
+			buf := make([]byte, 1)
+			f, err := os.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = f.ReadAt(buf, off+recordHeaderSize+2)
+			f.Close()
+			writeAt(t, path, off+recordHeaderSize+2, []byte{buf[0] ^ 0x10})
+
+			l, err = Open(opts)
+			if !tc.refused {
+				if err != nil {
+					t.Fatalf("Open: %v, want the torn tail dropped", err)
+				}
+				defer l.Close()
+				checkBounds(t, l, 1, tc.lastKept)
+				return
+			}
+			if err == nil {
+				l.Close()
+				t.Fatal("Open accepted a log with a corrupt record followed by good ones")
+			}
+			var ce *CorruptError
+			if !errors.As(err, &ce) || ce.Path != path || ce.Offset != off || ce.Index != tc.flip {
+				t.Fatalf("Open: %v, want a CorruptError at %s offset %d index %d", err, path, off, tc.flip)
+			}
+			if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", off)) {
+				t.Fatalf("error %q does not name the file and offset", err)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -62,6 +63,17 @@ type Options struct {
 	// the goroutine that synced. It must not block. It is not
 	// called with NoSync.
 	OnSync func(took time.Duration)
+	// MaxBatch, when positive, is the most entries one StoreLogs call
+	// holds (raft's MaxAppendEntries). Recovery then tells a torn write
+	// from corruption: a record failing its CRC in the newest segment
+	// followed by MaxBatch or more good records cannot be the torn last
+	// batch, and Open fails with a *CorruptError. Zero: every bad record
+	// in the newest segment is taken for a torn write.
+	MaxBatch int
+	// OnSyncError, when set, is called when an fsync or fdatasync of a
+	// segment file fails, with the file and the error, before the error is
+	// returned (see zab.Config.OnDiskFailure).
+	OnSyncError func(file string, err error)
 }
 
 // Validate reports the first bad field of o.
@@ -91,6 +103,8 @@ type Log struct {
 	log         *zap.Logger
 	onAppend    func(entries, commands int, took time.Duration)
 	onSync      func(time.Duration)
+	onSyncError func(file string, err error)
+	maxBatch    int
 
 	closed atomic.Bool
 	// bounds is the log's first and last index as one value, replaced (never
@@ -186,6 +200,8 @@ func Open(opts Options) (*Log, error) {
 		log:         opts.Logger,
 		onAppend:    opts.OnAppend,
 		onSync:      opts.OnSync,
+		onSyncError: opts.OnSyncError,
+		maxBatch:    opts.MaxBatch,
 		spareWanted: make(chan struct{}, 1),
 		stop:        make(chan struct{}),
 	}
@@ -384,6 +400,19 @@ func (l *Log) repairTail(seg *segment, res scanResult) error {
 		}
 		reason = "bytes after the end"
 	}
+	if res.stop == stopCRC && l.maxBatch > 0 {
+		// A torn write spoils at most the last batch. Good records after
+		// the bad one beyond a batch's worth mean the bad record was
+		// synced and acknowledged, and then changed on disk.
+		n, err := goodAfter(seg, res, l.maxBatch)
+		if err != nil {
+			return err
+		}
+		if n >= l.maxBatch {
+			return &CorruptError{Path: seg.path, Offset: res.end, Index: seg.base + uint64(len(res.offsets)),
+				Reason: fmt.Sprintf("crc mismatch, followed by %d or more good records: corruption, not a torn write", n)}
+		}
+	}
 	l.log.Warn("dropping a torn write at the end of the log",
 		zap.String("path", seg.path), zap.Int64("offset", res.end),
 		zap.Uint64("index", seg.base+uint64(len(res.offsets))), zap.String("reason", reason))
@@ -488,6 +517,9 @@ func (l *Log) syncFile(f *os.File, path string) error {
 	}
 	start := time.Now()
 	if err := fdatasync(f); err != nil {
+		if l.onSyncError != nil {
+			l.onSyncError(path, err)
+		}
 		return fmt.Errorf("wal: fdatasync %s: %w", path, err)
 	}
 	took := time.Since(start)
@@ -496,4 +528,40 @@ func (l *Log) syncFile(f *os.File, path string) error {
 		l.onSync(took)
 	}
 	return nil
+}
+
+// goodAfter counts the good records, with consecutive indexes, that follow
+// the bad record at res.end in seg (whose length field is intact: its CRC
+// failed), up to limit.
+func goodAfter(seg *segment, res scanResult, limit int) (int, error) {
+	var hdr [recordHeaderSize]byte
+	if _, err := seg.f.ReadAt(hdr[:], res.end); err != nil {
+		return 0, fmt.Errorf("wal: read %s at offset %d: %w", seg.path, res.end, err)
+	}
+	off := res.end + recordHeaderSize + int64(binary.LittleEndian.Uint32(hdr[0:4]))
+	want := seg.base + uint64(len(res.offsets)) + 1
+	n := 0
+	for ; n < limit && off+recordHeaderSize <= seg.size; n++ {
+		if _, err := seg.f.ReadAt(hdr[:], off); err != nil {
+			return 0, fmt.Errorf("wal: read %s at offset %d: %w", seg.path, off, err)
+		}
+		length := int64(binary.LittleEndian.Uint32(hdr[0:4]))
+		if length == 0 || off+recordHeaderSize+length > seg.size {
+			break
+		}
+		rec := make([]byte, recordHeaderSize+length)
+		if _, err := seg.f.ReadAt(rec, off); err != nil {
+			return 0, fmt.Errorf("wal: read %s at offset %d: %w", seg.path, off, err)
+		}
+		payload, ok := checkRecord(seg.seed, rec)
+		if !ok {
+			break
+		}
+		if idx, err := decodeIndex(payload); err != nil || idx != want {
+			break
+		}
+		off += recordHeaderSize + length
+		want++
+	}
+	return n, nil
 }
