@@ -177,7 +177,10 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 		qc.MyID = 1
 	}
 	if qc.MyID == 0 {
-		return qc, nc, sc, fmt.Errorf("zkd: %s is missing: a member of an ensemble reads its server.N number there (one line, e.g. 1); restore it", filepath.Join(c.DataDir, "myid"))
+		if err := checkMyID(c, &qc); err != nil {
+			return qc, nc, sc, err // no myid file
+		}
+		return qc, nc, sc, fmt.Errorf("zkd: %s holds no member id: a member of an ensemble reads its server.N number there (one line, e.g. 1); restore it", filepath.Join(c.DataDir, "myid"))
 	}
 	qc.TickTime, qc.InitLimit, qc.SyncLimit = c.TickTime, c.InitLimit, c.SyncLimit
 	qc.ReadOnlyMode = c.propBool("readonlymode.enabled")
@@ -189,9 +192,6 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 		return qc, nc, sc, err
 	}
 	qc.Logger = log.Named("quorum")
-	if err := checkMyID(c, &qc); err != nil {
-		return qc, nc, sc, err
-	}
 	if err := qc.Validate(); err != nil {
 		return qc, nc, sc, fmt.Errorf("zkd: %w", err)
 	}
