@@ -64,9 +64,10 @@ func TestIntegration_Reconfig(t *testing.T) {
 			if err == nil || errors.Is(err, zk.ErrNodeExists) {
 				return
 			}
-			// ConnectionLoss (-4) and ReconfigInProgress (-14) while the
-			// new leader finishes the change.
-			if msg := err.Error(); msg != "unknown error: -4" && msg != "unknown error: -14" || time.Now().After(deadline) {
+			// A connection dropped as the write is lost with the old
+			// leader, and ReconfigInProgress (-14) while the new leader
+			// finishes the change.
+			if !errors.Is(err, zk.ErrConnectionClosed) && err.Error() != "unknown error: -14" || time.Now().After(deadline) {
 				t.Fatalf("%s: %v", what, err)
 			}
 			time.Sleep(50 * time.Millisecond)
@@ -206,17 +207,18 @@ func TestIntegration_ReconfigBackToBack(t *testing.T) {
 		if _, err := c.IncrementalReconfig(nil, []string{id}, -1); err != nil {
 			t.Fatalf("remove the %s (member %s): %v", which, id, err)
 		}
-		// Removing the leader changes leaders under the client: a
-		// ConnectionLoss (-4) is retried as clients do, and ZooKeeper
-		// also drops its clients' connections then. ReconfigInProgress
-		// (-14) fails.
+		// Removing the leader changes leaders under the client: the
+		// member it is connected to drops the connection when the write
+		// is lost with the old leader, as ZooKeeper's do, and the
+		// client retries (go-zk reconnects by itself).
+		// ReconfigInProgress (-14) fails.
 		deadline := time.Now().Add(10 * time.Second)
 		for {
 			_, err := c.IncrementalReconfig([]string{line}, nil, -1)
 			if err == nil {
 				break
 			}
-			if err.Error() != "unknown error: -4" || time.Now().After(deadline) {
+			if !errors.Is(err, zk.ErrConnectionClosed) || time.Now().After(deadline) {
 				t.Fatalf("add the %s (member %s) back right after its removal: %v", which, id, err)
 			}
 			time.Sleep(50 * time.Millisecond)
