@@ -40,21 +40,12 @@ SEARCH_STEP=${SEARCH_STEP:-1.5}
 FAULT_AFTER=${FAULT_AFTER:-20s}
 PHASES=${PHASES:-run}
 SERVERS=${SERVERS:-"zkd zookeeper"}
-GO=${GO:-go}
-command -v "$GO" >/dev/null 2>&1 || GO=/usr/local/go/bin/go
-BENCH_DIR=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/var/tmp}/zkd-fleet.XXXXXX")}
-mkdir -p "$BENCH_DIR" bin
-"$GO" build -o bin/zkbench ./cmd/zkbench
-if [ -z "${ZKD:-}" ]; then
-	"$GO" build -o bin/zkd ./cmd/zkd
-	ZKD=$PWD/bin/zkd
-fi
-ulimit -Sn "$(ulimit -Hn)"
+. scripts/lib/ensemble.sh
+prepare_bench zkd-fleet
 MEMBERS=$((3 + OBSERVERS))
 echo "fleet: $SESSIONS sessions on 3 voters + $OBSERVERS observers ($((SESSIONS / MEMBERS)) each), $PROCS zkbench processes;" \
 	"RLIMIT_NOFILE $(ulimit -Sn); dir $BENCH_DIR" >&2
 
-. scripts/lib/ensemble.sh
 PIDS=()
 cleanup() {
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done

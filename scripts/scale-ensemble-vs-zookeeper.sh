@@ -44,19 +44,10 @@ SESSION_TIMEOUT=${SESSION_TIMEOUT:-10s}
 WATCHES=${WATCHES:-2}
 PHASES=${PHASES:-"hold storm"}
 SERVERS=${SERVERS:-"zkd zookeeper"}
-GO=${GO:-go}
-command -v "$GO" >/dev/null 2>&1 || GO=/usr/local/go/bin/go
-BENCH_DIR=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/var/tmp}/zkd-scale3.XXXXXX")}
-mkdir -p "$BENCH_DIR" bin
-"$GO" build -o bin/zkbench ./cmd/zkbench
-if [ -z "${ZKD:-}" ]; then
-	"$GO" build -o bin/zkd ./cmd/zkd
-	ZKD=$PWD/bin/zkd
-fi
-ulimit -Sn "$(ulimit -Hn)"
+. scripts/lib/ensemble.sh
+prepare_bench zkd-scale3
 echo "scale: RLIMIT_NOFILE $(ulimit -Sn)/$(ulimit -Hn); dir $BENCH_DIR" >&2
 
-. scripts/lib/ensemble.sh
 OBSERVERS=0
 PIDS=()
 BG=()

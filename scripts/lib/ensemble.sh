@@ -5,6 +5,23 @@
 # observers, clients on 127.0.0.1, no connection limit, admin server off,
 # every four-letter word allowed. bin/zkbench must be built.
 
+# prepare_bench PREFIX: sets GO and BENCH_DIR (default a fresh
+# ${TMPDIR:-/var/tmp}/PREFIX.XXXXXX), builds bin/zkbench and, unless ZKD
+# names one, bin/zkd (ZKD then points at it), and raises the soft
+# descriptor limit to the hard one.
+prepare_bench() {
+	GO=${GO:-go}
+	command -v "$GO" >/dev/null 2>&1 || GO=/usr/local/go/bin/go
+	BENCH_DIR=${BENCH_DIR:-$(mktemp -d "${TMPDIR:-/var/tmp}/$1.XXXXXX")}
+	mkdir -p "$BENCH_DIR" bin
+	"$GO" build -o bin/zkbench ./cmd/zkbench
+	if [ -z "${ZKD:-}" ]; then
+		"$GO" build -o bin/zkd ./cmd/zkd
+		ZKD=$PWD/bin/zkd
+	fi
+	ulimit -Sn "$(ulimit -Hn)"
+}
+
 # free_ports N: N free loopback ports below the ephemeral range, so that
 # none is taken by one of the sessions' outgoing connections.
 free_ports() {
