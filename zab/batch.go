@@ -1,6 +1,7 @@
 package zab
 
 import (
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -59,6 +60,12 @@ type batchState struct {
 	poke     bool            // a batch with other members' requests landed since the last batch was proposed
 	lastSize int             // requests in the last batch proposed
 	closed   bool            // the node stopped: requests fail at once
+	// queuedTotal and proposedTotal count requests ever queued and ever
+	// proposed; a barrier waits (on flushed) until proposedTotal reaches
+	// the queuedTotal it saw, so it follows every write taken before it
+	// without proposing outside the pacing.
+	queuedTotal, proposedTotal uint64
+	flushed                    *sync.Cond // on Node.submitMu; broadcast by flushLocked and failQueued
 }
 
 // enqueueLocked adds a request and proposes a batch if the pacing allows.
@@ -74,6 +81,7 @@ func (n *Node) enqueueLocked(q queued) {
 	}
 	n.batch.queue = append(n.batch.queue, q)
 	n.batch.bytes += len(q.req.Body)
+	n.batch.queuedTotal++
 	if n.mayFlushLocked() {
 		n.flushLocked()
 	}
@@ -126,6 +134,8 @@ func (n *Node) flushLocked() {
 		}
 	}
 	b.inflight[id] = remote
+	b.proposedTotal += uint64(take)
+	b.flushed.Broadcast()
 	n.applyq <- p
 	rest := b.queue[take:]
 	if len(rest) == 0 {
@@ -219,6 +229,7 @@ func (n *Node) failQueued(err error) {
 	n.batch.closed = true
 	q := n.batch.queue
 	n.batch.queue = nil
+	n.batch.flushed.Broadcast()
 	n.submitMu.Unlock()
 	for _, it := range q {
 		n.failItem(it, err)

@@ -368,3 +368,55 @@ func TestSyncCoversQueuedWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestSyncStormSharesBarriers: thousands of syncs at once, beside a stream
+// of writes, all return, and they share raft barriers instead of putting
+// one entry each into the log. Each sync holding submitMu while it put its
+// own barrier into raft filled raft's FSM channel while the FSM waited for
+// submitMu, and the leader deadlocked in a 100,000-session reattach storm.
+func TestSyncStormSharesBarriers(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	defer n.Close()
+	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	before := n.raft.LastIndex()
+	const syncs, writers, writes = 4000, 8, 100
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, syncs+writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range writes {
+				body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/w%d-%d", w, i), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+				if r := n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}).Wait(); r.Err != nil {
+					errs <- r.Err
+					return
+				}
+			}
+		}()
+	}
+	for range syncs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.Sync(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatalf("sync or write failed (a deadlock ends in the context's deadline): %v", err)
+	}
+	entries := n.raft.LastIndex() - before
+	if entries >= syncs {
+		t.Errorf("%d syncs and %d writes added %d raft entries: the syncs did not share barriers", syncs, writers*writes, entries)
+	}
+	t.Logf("%d syncs and %d writes: %d raft entries", syncs, writers*writes, entries)
+}

@@ -224,6 +224,11 @@ type Node struct {
 
 	// submitMu keeps raft.Apply calls in Submit order and guards batch.
 	submitMu sync.Mutex
+	// barrierMu guards nextBarrier (the callers waiting for a barrier not
+	// yet issued) and barrierRunning (runBarriers is issuing them).
+	barrierMu      sync.Mutex
+	nextBarrier    *barrierGroup
+	barrierRunning bool
 	// batch holds the requests waiting to be packed and the batches in
 	// flight (batch.go); maxInflight bounds those; proposeWake wakes
 	// proposeLoop when a batch lands with requests waiting.
@@ -293,6 +298,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.store, n.wal = st, wl
 	n.batch.inflight = make(map[uint64]bool)
+	n.batch.flushed = sync.NewCond(&n.submitMu)
 	n.nextSession = session.InitialID(cfg.MyID, time.Now().UnixMilli())
 	n.fsm.onSessionOpen = func(id int64, timeout int32) { n.tracker.Add(id, timeout) }
 	n.fsm.onApplied = n.applied
@@ -495,21 +501,80 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	return n.barrier(ctx)
 }
 
+// barrier returns once a raft barrier entry placed after every write this
+// leader had taken when it was called has applied, so a sync answers for
+// every write received before it, as ZooKeeper's does.
+//
+// Concurrent callers share barriers: one goroutine (runBarriers) issues
+// them one at a time, and every caller that arrived before a barrier was
+// issued waits for it. A connection storm's reattach syncs are thousands
+// at once; each put into raft's log on its own under submitMu, they filled
+// raft's FSM channel while the FSM waited for submitMu in batchLanded, and
+// the leader deadlocked (100,000 sessions on 3 voters + 3 observers).
 func (n *Node) barrier(ctx context.Context) error {
-	timeout := time.Minute
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
+	n.barrierMu.Lock()
+	g := n.nextBarrier
+	if g == nil {
+		g = &barrierGroup{done: make(chan struct{})}
+		n.nextBarrier = g
 	}
+	if !n.barrierRunning {
+		n.barrierRunning = true
+		go n.runBarriers()
+	}
+	n.barrierMu.Unlock()
+	select {
+	case <-g.done:
+		return g.err
+	case <-ctx.Done():
+		return fmt.Errorf("zab: barrier: %w", ctx.Err())
+	case <-n.stop:
+		return ErrStopped
+	}
+}
+
+// barrierGroup is the callers waiting for one barrier.
+type barrierGroup struct {
+	done chan struct{} // closed once err is set
+	err  error
+}
+
+// runBarriers issues barriers one at a time while callers wait for one.
+func (n *Node) runBarriers() {
+	for {
+		n.barrierMu.Lock()
+		g := n.nextBarrier
+		n.nextBarrier = nil
+		if g == nil {
+			n.barrierRunning = false
+			n.barrierMu.Unlock()
+			return
+		}
+		n.barrierMu.Unlock()
+		g.err = n.barrierOnce(time.Minute)
+		close(g.done)
+	}
+}
+
+// barrierOnce puts one barrier into raft's log after every request queued
+// so far and waits for it to apply.
+func (n *Node) barrierOnce(timeout time.Duration) error {
 	// The writes this leader has taken but not yet proposed (waiting in
-	// the batch queue for a batch in flight to land) go into the log
-	// first, so the barrier comes after them: a sync answers for every
-	// write the leader received before it, as ZooKeeper's does. Without
-	// this a client that lost its connection during a leader change,
-	// while its create waited here, resumed elsewhere, synced, did not
-	// see the create and made it again (two lock nodes of one session).
+	// the batch queue for a batch in flight to land) enter the log
+	// first: a client that lost its connection during a leader change,
+	// while its create waited here, resumed elsewhere and synced must
+	// see the create, or it makes it again (two lock nodes of one
+	// session). The barrier waits for the pacing to propose them rather
+	// than proposing them itself, which would put more entries in
+	// raft's apply path than the pacing allows (see batchLanded).
 	n.submitMu.Lock()
-	for len(n.batch.queue) > 0 && !n.batch.closed {
-		n.flushLocked()
+	target := n.batch.queuedTotal
+	for n.batch.proposedTotal < target && !n.batch.closed {
+		n.batch.flushed.Wait()
+	}
+	if n.batch.closed {
+		n.submitMu.Unlock()
+		return ErrStopped
 	}
 	f := n.raft.Barrier(timeout) // only queued: in log order with the batches
 	n.submitMu.Unlock()
