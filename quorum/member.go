@@ -15,6 +15,7 @@ import (
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
 	"github.com/zkd/zkd/zab"
+	"github.com/zkd/zkd/zab/coalesce"
 	"github.com/zkd/zkd/zab/fencing"
 	"github.com/zkd/zkd/zab/store"
 )
@@ -33,6 +34,9 @@ type Member struct {
 	// fwd sends this member's writes, touches and syncs to the leader;
 	// nil standalone.
 	fwd *forwarder
+	// syncs shares the leader round trips of concurrent follower syncs
+	// (a reconnect storm resumes thousands of sessions at once).
+	syncs *coalesce.Calls[uint64]
 	// lead serves other members' forwarded requests; nil standalone.
 	lead *leaderSide
 
@@ -161,6 +165,11 @@ func OpenWithTransport(cfg Config, nc zab.Config, trans raft.Transport) (*Member
 func (m *Member) start(ln net.Listener) {
 	m.lead = newLeaderSide(m, ln)
 	m.fwd = newForwarder(m)
+	m.syncs = coalesce.New(func() (uint64, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), syncRoundTimeout)
+		defer cancel()
+		return m.fwd.sync(ctx)
+	})
 	m.wg.Add(1)
 	go m.reconcileLoop()
 }
@@ -519,7 +528,7 @@ func (m *Member) Sync(ctx context.Context) error {
 	if m.fwd == nil || m.node.IsLeader() {
 		return m.node.Sync(ctx)
 	}
-	idx, err := m.fwd.sync(ctx)
+	idx, err := m.syncs.Do(ctx)
 	if err != nil {
 		return err
 	}
@@ -602,6 +611,11 @@ func (m *Member) ReadOnlyAllowed() bool { return m.cfg.ReadOnlyMode }
 // index and still count as a synced follower: what a healthy follower
 // applies behind the leader under load within one touch interval.
 const SyncedLag = 1000
+
+// syncRoundTimeout bounds one sync round trip to the leader that
+// concurrent follower syncs share; a caller gives up sooner on its own
+// context.
+const syncRoundTimeout = 10 * time.Second
 
 // LeaderStats are mntr's leader-only figures.
 type LeaderStats struct {

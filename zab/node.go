@@ -19,6 +19,7 @@ import (
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
 	"github.com/zkd/zkd/session"
+	"github.com/zkd/zkd/zab/coalesce"
 	"github.com/zkd/zkd/zab/fencing"
 	"github.com/zkd/zkd/zab/store"
 	"github.com/zkd/zkd/zab/wal"
@@ -224,11 +225,8 @@ type Node struct {
 
 	// submitMu keeps raft.Apply calls in Submit order and guards batch.
 	submitMu sync.Mutex
-	// barrierMu guards nextBarrier (the callers waiting for a barrier not
-	// yet issued) and barrierRunning (runBarriers is issuing them).
-	barrierMu      sync.Mutex
-	nextBarrier    *barrierGroup
-	barrierRunning bool
+	// barriers issues raft barriers for barrier's callers, shared.
+	barriers *coalesce.Calls[struct{}]
 	// batch holds the requests waiting to be packed and the batches in
 	// flight (batch.go); maxInflight bounds those; proposeWake wakes
 	// proposeLoop when a batch lands with requests waiting.
@@ -299,6 +297,7 @@ func Open(cfg Config) (*Node, error) {
 	n.store, n.wal = st, wl
 	n.batch.inflight = make(map[uint64]bool)
 	n.batch.flushed = sync.NewCond(&n.submitMu)
+	n.barriers = coalesce.New(func() (struct{}, error) { return struct{}{}, n.barrierOnce(time.Minute) })
 	n.nextSession = session.InitialID(cfg.MyID, time.Now().UnixMilli())
 	n.fsm.onSessionOpen = func(id int64, timeout int32) { n.tracker.Add(id, timeout) }
 	n.fsm.onApplied = n.applied
@@ -505,55 +504,18 @@ func (n *Node) WaitReady(ctx context.Context) error {
 // leader had taken when it was called has applied, so a sync answers for
 // every write received before it, as ZooKeeper's does.
 //
-// Concurrent callers share barriers: one goroutine (runBarriers) issues
-// them one at a time, and every caller that arrived before a barrier was
-// issued waits for it. A connection storm's reattach syncs are thousands
-// at once; each put into raft's log on its own under submitMu, they filled
-// raft's FSM channel while the FSM waited for submitMu in batchLanded, and
-// the leader deadlocked (100,000 sessions on 3 voters + 3 observers).
+// Concurrent callers share barriers (coalesce.Calls): one at a time, each
+// covering every caller that arrived before it was issued. A connection
+// storm's reattach syncs are thousands at once; each put into raft's log
+// on its own under submitMu, they filled raft's FSM channel while the FSM
+// waited for submitMu in batchLanded, and the leader deadlocked (100,000
+// sessions on 3 voters + 3 observers).
 func (n *Node) barrier(ctx context.Context) error {
-	n.barrierMu.Lock()
-	g := n.nextBarrier
-	if g == nil {
-		g = &barrierGroup{done: make(chan struct{})}
-		n.nextBarrier = g
+	_, err := n.barriers.Do(ctx)
+	if ctx.Err() != nil && err == ctx.Err() {
+		return fmt.Errorf("zab: barrier: %w", err)
 	}
-	if !n.barrierRunning {
-		n.barrierRunning = true
-		go n.runBarriers()
-	}
-	n.barrierMu.Unlock()
-	select {
-	case <-g.done:
-		return g.err
-	case <-ctx.Done():
-		return fmt.Errorf("zab: barrier: %w", ctx.Err())
-	case <-n.stop:
-		return ErrStopped
-	}
-}
-
-// barrierGroup is the callers waiting for one barrier.
-type barrierGroup struct {
-	done chan struct{} // closed once err is set
-	err  error
-}
-
-// runBarriers issues barriers one at a time while callers wait for one.
-func (n *Node) runBarriers() {
-	for {
-		n.barrierMu.Lock()
-		g := n.nextBarrier
-		n.nextBarrier = nil
-		if g == nil {
-			n.barrierRunning = false
-			n.barrierMu.Unlock()
-			return
-		}
-		n.barrierMu.Unlock()
-		g.err = n.barrierOnce(time.Minute)
-		close(g.done)
-	}
+	return err
 }
 
 // barrierOnce puts one barrier into raft's log after every request queued
