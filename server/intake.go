@@ -105,6 +105,10 @@ func (c *conn) readOne() bool {
 	}
 	switch hdr.Type {
 	case jute.OpPing:
+		if c.slots.len() > 0 {
+			c.pingAhead(sl)
+			return true
+		}
 	case jute.OpAuth:
 		frame, ok := c.handleAuth(hdr.Xid, body)
 		if frame == nil {
@@ -139,6 +143,19 @@ func (c *conn) readOne() bool {
 		return false
 	}
 	return true
+}
+
+// pingAhead answers a ping at once although requests before it are still
+// waiting, typically a write held by a slow disk (an fsync stalled for
+// seconds): a client times its connection out when it hears nothing for
+// two thirds of its session timeout, and the ping, answered behind the
+// write, would come too late. ZooKeeper answers a ping in order with the
+// session's other requests; every client matches a ping's reply by its
+// xid (-2) and not by its place in the stream (go-zk's recvLoop, Kazoo's
+// _read_socket, the Java client's readResponse), so the earlier answer
+// changes nothing else for them.
+func (c *conn) pingAhead(sl *slot) {
+	c.enqueue(encodeReply(jute.ReplyHeader{Xid: jute.XidPing, Zxid: c.s.b.LastZxid()}, nil), false, false)
 }
 
 // prepare decodes a request other than ping, auth, sasl and closeSession:

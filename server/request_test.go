@@ -693,3 +693,28 @@ func TestJavaSetOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestPingAnsweredBehindStalledWrite: a ping sent behind a write that has
+// not applied (a leader's fsync stalled for seconds) is answered at once,
+// so the client's read timeout does not drop a live connection; the
+// write's reply follows once it applies. Answered in order, the ping
+// waited for the write, the client timed the connection out, and every
+// session whose client wrote during the stall reconnected.
+func TestPingAnsweredBehindStalledWrite(t *testing.T) {
+	ts := startServer(t, nil)
+	c := dialRaw(t, ts.addr)
+	c.session()
+	gate := make(chan struct{})
+	ts.b.setGate(gate)
+	c.send(1, jute.OpCreate, &jute.CreateRequest{Path: "/stalled", Acl: openACL})
+	waitFor(t, "write submitted", func() bool { return ts.b.submitCount() == 2 })
+	c.send(jute.XidPing, jute.OpPing, nil)
+	if h := c.reply(nil); h.Xid != jute.XidPing || h.Err != 0 {
+		t.Fatalf("first reply behind a stalled write = %+v, want the ping's", h)
+	}
+	close(gate)
+	var resp jute.CreateResponse
+	if h := c.reply(&resp); h.Xid != 1 || h.Err != 0 || resp.Path != "/stalled" {
+		t.Fatalf("write's reply = %+v %+v, want xid 1 creating /stalled", h, resp)
+	}
+}
