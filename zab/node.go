@@ -88,6 +88,17 @@ type Config struct {
 	// returned (the log) or panics (Pebble), as tests of those packages
 	// expect.
 	OnDiskFailure func(file string, err error)
+	// OnDivergence, when set, is called on the apply goroutine when this
+	// member's tree digest differs from the one its leader recorded at
+	// the same zxid (digest.go), after Observer.DigestMismatch, and must
+	// not return: the member's tree is not the ensemble's, and it must be
+	// rebuilt from its peers. cmd/zkd logs one line and exits. Unset, the
+	// member panics.
+	OnDivergence func(Divergence)
+	// NoDigest leaves the tree digest out of the entries this member
+	// proposes (ZooKeeper's zookeeper.digest.enabled=false): nothing is
+	// then checked against it. Entries that carry one are still checked.
+	NoDigest bool
 	// Logger receives the node's, raft's and Pebble's logs.
 	Logger *zap.Logger
 	// OnSessionClosed is called on the apply goroutine when a session is
@@ -370,6 +381,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.standalone = len(servers) == 1
 	n.fsm.observer = cfg.Observer
+	n.fsm.onDivergence = cfg.OnDivergence
 	if n.standalone {
 		// Standalone ZooKeeper makes no proposals: it counts no commits.
 		n.fsm.observer.Committed = nil

@@ -1,0 +1,91 @@
+package diskfault
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkd/zkd/compat/zkproc"
+	"github.com/zkd/zkd/zab/zabtest"
+)
+
+// divergedLine opens the one line a member logs when its tree digest
+// differs from its leader's.
+const divergedLine = "DIVERGED: this member's tree differs from the leader's at zxid 0x"
+
+// TestIntegration_Divergence: a stopped follower's persisted tree is
+// changed (one node's data in its snapshot, every checksum recomputed, so
+// no corruption check can tell). Started again, it rejoins, and the first
+// write whose digest it checks stops it: one DIVERGED line naming the
+// zxid, both digests and what to do, status 70; it then refuses to start
+// on that data. The two others keep serving throughout, and once its
+// state directory is moved aside the member is rebuilt from its peers
+// with the original data.
+func TestIntegration_Divergence(t *testing.T) {
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{Binary: zkdBin(t)})
+	l := leader(t, servers)
+	f, other := servers[(l+1)%3], servers[(l+2)%3]
+	w := &writer{c: connect(t, servers[l].Addr, other.Addr)}
+	const canary, orig, changed = "/canary", "canary-data-0123456789", "canary-data-9876543210"
+	if _, err := w.c.Create(canary, []byte(orig), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	w.writeN(t, 20)
+	fc := connect(t, f.Addr)
+	if _, err := fc.Sync(canary); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := fc.Get(canary); err != nil || string(data) != orig {
+		t.Fatalf("%s on the follower before the change: %q, %v", canary, data, err)
+	}
+	fc.Close()
+
+	f.Stop() // a clean stop snapshots the tree
+	stateDir := filepath.Join(f.DataDir, "zkd")
+	if err := zabtest.ReplaceInSnapshot(stateDir, []byte(orig), []byte(changed)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	deadline := start.Add(60 * time.Second)
+	for f.Running() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the diverged member still runs 60s after its restart; tail:\n%s", tail(f.Log(), 3000))
+		}
+		if err := w.write(); err != nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	t.Logf("the diverged member stopped %v after its restart", time.Since(start).Round(time.Millisecond))
+	line := checkExitLine(t, f, 70, divergedLine)
+	if !strings.Contains(line, "the leader's ") || !strings.Contains(line, "move "+stateDir+" aside") {
+		t.Fatalf("the line names not both digests or not %s: %s", stateDir, line)
+	}
+
+	// The two others keep serving.
+	w.writeUntil(t, 20, 30*time.Second)
+	w.checkAcked(t, connect(t, other.Addr))
+
+	// Restarted by a supervisor, it refuses the same data.
+	startFails(t, f, 70, "DIVERGED: ", filepath.Join(stateDir, "DIVERGED"), "move "+stateDir+" aside")
+
+	// Moved aside, it is rebuilt from its peers with the original data.
+	if err := os.Rename(stateDir, stateDir+".diverged"); err != nil {
+		t.Fatal(err)
+	}
+	f.Restart(t)
+	fc = connect(t, f.Addr)
+	if _, err := fc.Sync(canary); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := fc.Get(canary); err != nil || string(data) != orig {
+		t.Fatalf("%s on the rebuilt member: %q, %v; want %q", canary, data, err, orig)
+	}
+	w.checkAcked(t, fc)
+}
