@@ -129,20 +129,21 @@ func (t *Tree) ComputeTreeDigest() uint64 {
 // computeDigest walks the tree, carrying each node's path CRC down to its
 // children rather than building paths. Callers hold mu.
 func (t *Tree) computeDigest() uint64 {
-	var buf [60]byte
+	var w treeWalkDigest
 	type frame struct {
 		n   *node
 		crc uint32 // CRC-32 of n's path
 	}
-	sum := finishDigest(crc32.Update(0, crc32.IEEETable, t.root.bytes()), t.root, &buf)
+	sum := w.root(t.root)
 	stack := []frame{{t.root, 0}}
 	for len(stack) > 0 {
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		for c := range f.n.kids.all() {
-			crc := childPathCRC(f.crc, c)
-			sum += finishDigest(crc32.Update(crc, crc32.IEEETable, c.bytes()), c, &buf)
-			if c.kids.size() > 0 && !isZookeeperNode(f.n, c) {
+			descend := c.kids.size() > 0 && !isZookeeperNode(f.n, c)
+			d, crc := w.child(f.crc, c, descend)
+			sum += d
+			if descend {
 				stack = append(stack, frame{c, crc})
 			}
 		}
@@ -154,12 +155,42 @@ func (t *Tree) computeDigest() uint64 {
 // whose descendants the digest leaves out.
 func isZookeeperNode(parent, c *node) bool { return parent.parent == nil && c.name() == "zookeeper" }
 
-var slash = []byte{'/'}
-
-// childPathCRC extends the CRC-32 of a parent's path to its child c's.
-func childPathCRC(parent uint32, c *node) uint32 {
-	return crc32.Update(crc32.Update(parent, crc32.IEEETable, slash), crc32.IEEETable, stringBytes(c.name()))
+// treeWalkDigest hashes nodes met parent first (a snapshot load, a walk),
+// in as few CRC calls as it can: a node's "/name", data and stat copied
+// together into buf when they are small.
+type treeWalkDigest struct {
+	buf  []byte
+	stat [60]byte
 }
+
+// root returns the root's digest (its path is "").
+func (w *treeWalkDigest) root(n *node) uint64 {
+	return finishDigest(crc32.Update(0, crc32.IEEETable, n.bytes()), n, &w.stat)
+}
+
+// child returns the digest of c, whose parent's path has CRC-32 parent,
+// and, when pathCRC is set (c has children to hash), the CRC-32 of c's
+// path.
+func (w *treeWalkDigest) child(parent uint32, c *node, pathCRC bool) (uint64, uint32) {
+	name, data := c.name(), c.bytes()
+	if len(name)+len(data) > digestConcatMax {
+		crc := crc32.Update(crc32.Update(parent, crc32.IEEETable, slash), crc32.IEEETable, stringBytes(name))
+		return finishDigest(crc32.Update(crc, crc32.IEEETable, data), c, &w.stat), crc
+	}
+	b := append(w.buf[:0], '/')
+	b = append(b, name...)
+	var crc uint32
+	if pathCRC {
+		crc = crc32.Update(parent, crc32.IEEETable, b)
+		parent, b = crc, b[:0]
+	}
+	b = append(b, data...)
+	b = appendStat(b, c)
+	w.buf = b
+	return uint64(crc32.Update(parent, crc32.IEEETable, b)), crc
+}
+
+var slash = []byte{'/'}
 
 // ImageDigest is the digest of the node im describes (0 under
 // /zookeeper/): ZooKeeper's DigestCalculator.calculateDigest, for readers

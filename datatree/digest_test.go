@@ -62,7 +62,8 @@ func TestTreeDigestFresh(t *testing.T) {
 // setACL, multis that commit and multis that roll back, sessions closed
 // with and without lock tombstones, containers and TTL nodes expiring,
 // quota nodes, /zookeeper/config) and checks after each one that the
-// running digest is the one computed from scratch.
+// running digest is the one computed from scratch, and at the end that a
+// snapshot load gives it too.
 func TestTreeDigestRandomOps(t *testing.T) {
 	for seed := int64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
@@ -173,6 +174,17 @@ func TestTreeDigestRandomOps(t *testing.T) {
 				checkDigest(t, tree, what)
 			}
 			h.check()
+			var buf bytes.Buffer
+			if err := tree.WriteSnapshot(&buf); err != nil {
+				t.Fatal(err)
+			}
+			loaded, err := ReadSnapshot(&buf, tree.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if loaded.TreeDigest() != tree.TreeDigest() {
+				t.Fatalf("digest after a snapshot load %016x, before %016x", loaded.TreeDigest(), tree.TreeDigest())
+			}
 		})
 	}
 }

@@ -428,8 +428,8 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 	t.dataSize = int64(1 + root.dataLen())
 	// The tree digest is summed as the nodes arrive, each frame carrying
 	// its node's path CRC (see computeDigest).
-	var dbuf [60]byte
-	t.digest = finishDigest(crc32.Update(0, crc32.IEEETable, root.bytes()), root, &dbuf)
+	var dw treeWalkDigest
+	t.digest = dw.root(root)
 	type frame struct {
 		n    *node
 		plen int // length of n's path, 0 for the root
@@ -464,8 +464,9 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 		t.link(n, plen)
 		var crc uint32
 		if !f.out {
-			crc = childPathCRC(f.crc, n)
-			t.digest += finishDigest(crc32.Update(crc, crc32.IEEETable, n.bytes()), n, &dbuf)
+			var d uint64
+			d, crc = dw.child(f.crc, n, k > 0)
+			t.digest += d
 		}
 		if k > 0 {
 			s.presize(n, k)
