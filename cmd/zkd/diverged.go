@@ -31,25 +31,28 @@ type divergedError struct{ msg string }
 func (e *divergedError) Error() string { return e.msg }
 
 // divergedAdvice is what to do, the end of every DIVERGED line.
-func divergedAdvice(stateDir string) string {
+func divergedAdvice(stateDir string, standalone bool) string {
+	if standalone {
+		return fmt.Sprintf("A standalone member has no peers to rebuild from: restore its data directory from a backup (%s holds zkd's state) and start zkd again; keep the diverged copy to find out what changed it (a disk flipping bits, an edit, a bug)", stateDir)
+	}
 	return fmt.Sprintf("Rebuild this member from its peers: move %s aside (myid stays) and start zkd again; keep the moved copy to find out what changed it (a disk flipping bits, an edit, a bug)", stateDir)
 }
 
 // divergedMessage is the one line zkd logs when it stops on d.
-func divergedMessage(stateDir string, d zab.Divergence) string {
+func divergedMessage(stateDir string, standalone bool, d zab.Divergence) string {
 	return fmt.Sprintf("DIVERGED: this member's tree differs from the leader's at zxid 0x%x: its digest is %016x there, the leader's %016x "+
-		"(checked at log index %d, counted in digest_mismatches_count); zkd stops and will not start on this data again. %s",
-		d.Zxid, d.Mine, d.Leader, d.Index, divergedAdvice(stateDir))
+		"(as log index %d records it, counted in digest_mismatches_count); zkd stops and will not start on this data again. %s",
+		d.Zxid, d.Mine, d.Leader, d.Index, divergedAdvice(stateDir, standalone))
 }
 
 // divergence returns zab.Config.OnDivergence for the process: the first
 // mismatch writes the marker, logs one line naming the zxid, both digests
 // and what to do, and exits with exitDiverged.
-func divergence(log *zap.Logger, stateDir string) func(zab.Divergence) {
+func divergence(log *zap.Logger, stateDir string, standalone bool) func(zab.Divergence) {
 	var once sync.Once
 	return func(d zab.Divergence) {
 		once.Do(func() {
-			msg := divergedMessage(stateDir, d)
+			msg := divergedMessage(stateDir, standalone, d)
 			if err := writeMarker(filepath.Join(stateDir, divergedMarker), msg); err != nil {
 				log.Warn("cannot write the diverged marker; a restart would load the diverged tree again", zap.Error(err))
 			}
@@ -79,7 +82,7 @@ func writeMarker(path, msg string) error {
 }
 
 // checkDiverged refuses a state directory holding the diverged marker.
-func checkDiverged(stateDir string) error {
+func checkDiverged(stateDir string, standalone bool) error {
 	b, err := os.ReadFile(filepath.Join(stateDir, divergedMarker))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -88,7 +91,7 @@ func checkDiverged(stateDir string) error {
 		return fmt.Errorf("zkd: read %s: %w", filepath.Join(stateDir, divergedMarker), err)
 	}
 	return &divergedError{fmt.Sprintf("DIVERGED: %s says this member stopped because its tree differed from the ensemble's (%s); zkd refuses to start on it. %s",
-		filepath.Join(stateDir, divergedMarker), firstSentence(string(b)), divergedAdvice(stateDir))}
+		filepath.Join(stateDir, divergedMarker), firstSentence(string(b)), divergedAdvice(stateDir, standalone))}
 }
 
 // firstSentence is the marker's line up to its first "; ", the mismatch

@@ -219,7 +219,7 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	nc.TickTime = c.TickTime
 	nc.Logger = log.Named("zab")
 	nc.OnDiskFailure = diskFailure(log, c.DataDir)
-	nc.OnDivergence = divergence(log, nc.Dir)
+	nc.OnDivergence = divergence(log, nc.Dir, qc.Standalone())
 	// ZooKeeper 3.6+ has zookeeper.digest.enabled on by default.
 	if v, ok := c.prop("zookeeper.digest.enabled"); ok && strings.EqualFold(strings.TrimSpace(v), "false") {
 		nc.NoDigest = true
@@ -325,7 +325,7 @@ func run(c *zooCfg, log *zap.Logger) error {
 	if err := refuseZooKeeperData(sc.DataDir, sc.DataLogDir, nc.Dir); err != nil {
 		return err
 	}
-	if err := checkDiverged(nc.Dir); err != nil {
+	if err := checkDiverged(nc.Dir, qc.Standalone()); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {
