@@ -5,7 +5,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
 )
 
@@ -113,9 +112,7 @@ func (n *Node) flushLocked() {
 	b.nextID++
 	id := b.nextID
 	e := &entry{kind: kindBatch, origin: n.bootID, seq: id, time: time.Now().UnixMilli(), batch: items}
-	if d, ok := n.fsm.digests.newest(); ok && !n.cfg.NoDigest {
-		e.mark = digestMark{version: datatree.DigestVersion, zxid: d.Zxid, digest: d.Digest}
-	}
+	n.markDigest(e)
 	data := e.encode()
 	af := n.raft.Apply(data, 0)
 	n.noteProposed(len(data), len(items))

@@ -3,6 +3,7 @@ package zab
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
@@ -32,6 +33,12 @@ import (
 // reference: a follower that disagrees with its leader stops. Were the
 // leader the diverged member, its followers would stop instead (the
 // ensemble then stops serving rather than serve the leader's tree).
+//
+// The digest rides on client writes. So that a member that diverged while
+// the ensemble is idle (one restarted on a changed disk) is caught too, a
+// leader of an ensemble that proposed no digest for digestIdleInterval
+// proposes an empty kindBatch carrying one: it takes no zxid and changes
+// nothing, and costs one small entry per interval while idle.
 //
 // A member replaying its own log at start checks the digests its leader
 // recorded then against the tree it rebuilds from its snapshot, so a
@@ -116,6 +123,31 @@ func (l *digestLog) history() []ZxidDigest {
 		out = append(out, l.ring[(l.next+digestLogSize-i)%digestLogSize])
 	}
 	return out
+}
+
+// digestIdleInterval is how long an ensemble's leader goes without
+// proposing its digest before it proposes an empty batch carrying it.
+const digestIdleInterval = 10 * time.Second
+
+// markDigest gives e, a kindBatch entry this member proposes, its newest
+// recorded digest (unless Config.NoDigest).
+func (n *Node) markDigest(e *entry) {
+	if d, ok := n.fsm.digests.newest(); ok && !n.cfg.NoDigest {
+		e.mark = digestMark{version: datatree.DigestVersion, zxid: d.Zxid, digest: d.Digest}
+		n.lastMark.Store(time.Now().UnixNano())
+	}
+}
+
+// proposeIdleDigest proposes an empty batch carrying the leader's digest
+// when none went out for digestIdleInterval; the leader's tick calls it.
+// A standalone member has no one to compare with.
+func (n *Node) proposeIdleDigest() {
+	if n.standalone || n.cfg.NoDigest || time.Since(time.Unix(0, n.lastMark.Load())) < digestIdleInterval {
+		return
+	}
+	e := &entry{kind: kindBatch}
+	n.markDigest(e)
+	n.propose(e)
 }
 
 // digestMark is the trailer of a kindBatch entry: the proposer's tree

@@ -57,8 +57,9 @@
 // own digest at that zxid, and compares before applying. A mismatch is
 // counted (Observer.DigestMismatch: digest_mismatches_count) and handed
 // to Config.OnDivergence, which stops the member (cmd/zkd: a DIVERGED
-// line, status 70). The leader's digest is the reference, as in
-// ZooKeeper. Config.NoDigest (zookeeper.digest.enabled=false) leaves the
+// line, status 70). An idle leader proposes an empty batch carrying its
+// digest every 10s, so that a member diverged while nobody writes is
+// caught too. The leader's digest is the reference, as in ZooKeeper. Config.NoDigest (zookeeper.digest.enabled=false) leaves the
 // digest out of the entries.
 //
 // # Layers

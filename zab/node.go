@@ -212,6 +212,9 @@ type Node struct {
 	raft  *raft.Raft
 	// lastSync is the duration of the raft log's last fdatasync, in ns.
 	lastSync atomic.Int64
+	// lastMark is when this member last proposed an entry carrying its
+	// tree digest (unix ns), for the idle check (digest.go).
+	lastMark atomic.Int64
 	fsm      *fsm
 
 	// bootID tells this process's entries from those of earlier runs and
@@ -810,6 +813,7 @@ func (n *Node) leaderLoop() {
 					n.tracker.Add(id, timeouts[i])
 				}
 				n.log.Info("leading: session clocks restarted", zap.Int("sessions", len(ids)))
+				n.lastMark.Store(time.Now().UnixNano()) // the idle digest check counts from here
 				n.ensureConfig()
 				n.ensureFencingKey()
 			}
@@ -826,6 +830,7 @@ func (n *Node) leaderLoop() {
 				}
 				n.propose(&entry{kind: kindExpire, sessions: ids, lockDelay: n.cfg.LockDelayMs})
 			}
+			n.proposeIdleDigest()
 			// Tombstones are few and short-lived: looked for every
 			// tick, so a lock delay overruns by at most a tick.
 			if paths := n.Tree().DueTombstones(time.Now().UnixMilli()); len(paths) > 0 {

@@ -119,3 +119,42 @@ func TestIntegration_DivergenceReplay(t *testing.T) {
 	}
 	startFails(t, s, 70, "DIVERGED: ", "zkd refuses to start on it")
 }
+
+// TestIntegration_DivergenceIdle: with no client writing, a follower
+// restarted on a changed snapshot is still caught, by the empty entry
+// carrying the digest that an idle leader proposes every 10s.
+func TestIntegration_DivergenceIdle(t *testing.T) {
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{Binary: zkdBin(t)})
+	l := leader(t, servers)
+	f := servers[(l+1)%3]
+	c := connect(t, servers[l].Addr)
+	const canary, orig, changed = "/canary", "canary-data-0123456789", "canary-data-9876543210"
+	if _, err := c.Create(canary, []byte(orig), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	fc := connect(t, f.Addr)
+	if _, err := fc.Sync(canary); err != nil {
+		t.Fatal(err)
+	}
+	fc.Close()
+	f.Stop()
+	if err := zabtest.ReplaceInSnapshot(filepath.Join(f.DataDir, "zkd"), []byte(orig), []byte(changed)); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := f.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := start.Add(30 * time.Second)
+	for f.Running() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the diverged member of an idle ensemble still runs 30s after its restart; tail:\n%s", tail(f.Log(), 3000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("stopped %v after its restart with no client writing", time.Since(start).Round(time.Millisecond))
+	checkExitLine(t, f, 70, divergedLine)
+	if data, _, err := c.Get(canary); err != nil || string(data) != orig {
+		t.Fatalf("%s on the leader: %q, %v", canary, data, err)
+	}
+}
