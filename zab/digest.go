@@ -171,11 +171,14 @@ func decodeDigestMark(d *jute.Decoder) digestMark {
 
 // Divergence is a digest mismatch: after the entry that reached Zxid this
 // member's tree digest was Mine, where the member that proposed entry
-// Index (the leader) had Leader.
+// Index (the leader) had Leader. LeaderID is the current leader's member
+// id when known ("" otherwise; on a replay at start there may be none
+// yet).
 type Divergence struct {
 	Zxid         int64
 	Mine, Leader uint64
 	Index        uint64
+	LeaderID     string
 }
 
 func (d Divergence) String() string {

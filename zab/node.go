@@ -212,6 +212,9 @@ type Node struct {
 	raft  *raft.Raft
 	// lastSync is the duration of the raft log's last fdatasync, in ns.
 	lastSync atomic.Int64
+	// raftReady is raft once NewRaft returned, for the apply goroutine,
+	// which may run before n.raft is set (divergence reports).
+	raftReady atomic.Pointer[raft.Raft]
 	// lastMark is when this member last proposed an entry carrying its
 	// tree digest (unix ns), for the idle check (digest.go).
 	lastMark atomic.Int64
@@ -384,7 +387,15 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.standalone = len(servers) == 1
 	n.fsm.observer = cfg.Observer
-	n.fsm.onDivergence = cfg.OnDivergence
+	if cfg.OnDivergence != nil {
+		n.fsm.onDivergence = func(d Divergence) {
+			if r := n.raftReady.Load(); r != nil {
+				_, id := r.LeaderWithID()
+				d.LeaderID = string(id)
+			}
+			cfg.OnDivergence(d)
+		}
+	}
 	if n.standalone {
 		// Standalone ZooKeeper makes no proposals: it counts no commits.
 		n.fsm.observer.Committed = nil
@@ -417,6 +428,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("zab: start raft in %s: %w", cfg.Dir, err)
 	}
 	n.raft = r
+	n.raftReady.Store(r)
 	n.fsm.started.Store(true)
 	if !n.standalone {
 		n.observeElections()

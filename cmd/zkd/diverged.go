@@ -33,16 +33,26 @@ func (e *divergedError) Error() string { return e.msg }
 // divergedAdvice is what to do, the end of every DIVERGED line.
 func divergedAdvice(stateDir string, standalone bool) string {
 	if standalone {
-		return fmt.Sprintf("A standalone member has no peers to rebuild from: restore its data directory from a backup (%s holds zkd's state) and start zkd again; keep the diverged copy to find out what changed it (a disk flipping bits, an edit, a bug)", stateDir)
+		return fmt.Sprintf("A standalone member has no peers to rebuild from: restore its data directory from a backup (%s holds zkd's state) and start zkd again; keep the diverged copy to find out what changed it (a disk flipping bits, an edit, a bug).", stateDir)
 	}
-	return fmt.Sprintf("Rebuild this member from its peers: move %s aside (myid stays) and start zkd again; keep the moved copy to find out what changed it (a disk flipping bits, an edit, a bug)", stateDir)
+	return fmt.Sprintf("Rebuild this member from its peers: move %s aside (myid stays) and start zkd again; keep the moved copy to find out what changed it (a disk flipping bits, an edit, a bug).", stateDir)
 }
 
-// divergedMessage is the one line zkd logs when it stops on d.
+// divergedMessage is the one line zkd logs when it stops on d. The
+// leader's digest is the reference; should the leader be the member that
+// diverged, every follower stops, and rebuilding them from it would spread
+// its tree, so an ensemble member's line says how to tell.
 func divergedMessage(stateDir string, standalone bool, d zab.Divergence) string {
-	return fmt.Sprintf("DIVERGED: this member's tree differs from the leader's at zxid 0x%x: its digest is %016x there, the leader's %016x "+
-		"(as log index %d records it, counted in digest_mismatches_count); zkd stops and will not start on this data again. %s",
-		d.Zxid, d.Mine, d.Leader, d.Index, divergedAdvice(stateDir, standalone))
+	leader, caveat := "the leader's", ""
+	if !standalone {
+		if d.LeaderID != "" {
+			leader = "the leader's (member " + d.LeaderID + ")"
+		}
+		caveat = " If the other followers stopped DIVERGED too, the leader is the one that diverged: stop it and rebuild it instead, not them."
+	}
+	return fmt.Sprintf("DIVERGED: this member's tree differs from the leader's at zxid 0x%x: its digest is %016x there, %s %016x "+
+		"(as log index %d records it, counted in digest_mismatches_count); zkd stops and will not start on this data again. %s%s",
+		d.Zxid, d.Mine, leader, d.Leader, d.Index, divergedAdvice(stateDir, standalone), caveat)
 }
 
 // divergence returns zab.Config.OnDivergence for the process: the first
@@ -57,7 +67,7 @@ func divergence(log *zap.Logger, stateDir string, standalone bool) func(zab.Dive
 				log.Warn("cannot write the diverged marker; a restart would load the diverged tree again", zap.Error(err))
 			}
 			log.Error(msg, zap.String("zxid", fmt.Sprintf("0x%x", d.Zxid)), zap.String("digest", fmt.Sprintf("%016x", d.Mine)),
-				zap.String("leader_digest", fmt.Sprintf("%016x", d.Leader)), zap.Int("exit", exitDiverged))
+				zap.String("leader_digest", fmt.Sprintf("%016x", d.Leader)), zap.String("leader", d.LeaderID), zap.Int("exit", exitDiverged))
 			_ = log.Sync()
 			os.Exit(exitDiverged)
 		})

@@ -1,6 +1,7 @@
 package diskfault
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,8 +65,8 @@ func TestIntegration_Divergence(t *testing.T) {
 	}
 	t.Logf("the diverged member stopped %v after its restart", time.Since(start).Round(time.Millisecond))
 	line := checkExitLine(t, f, 70, divergedLine)
-	if !strings.Contains(line, "the leader's ") || !strings.Contains(line, "move "+stateDir+" aside") {
-		t.Fatalf("the line names not both digests or not %s: %s", stateDir, line)
+	if !strings.Contains(line, fmt.Sprintf("the leader's (member %d) ", l+1)) || !strings.Contains(line, "move "+stateDir+" aside") {
+		t.Fatalf("the line names not the leader (member %d) and both digests, or not %s: %s", l+1, stateDir, line)
 	}
 
 	// The two others keep serving.
