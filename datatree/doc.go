@@ -1,7 +1,9 @@
 // Package datatree is zkd's znode tree: nodes and their Stat bookkeeping,
 // ACLs, ephemerals by session, container and TTL expiry candidates,
-// sequential naming, watch registration and triggering, snapshots and a
-// tree digest.
+// sequential naming, watch registration and triggering, snapshots and
+// tree digests: ZooKeeper's (TreeDigest, digest version 2, kept up to
+// date by every write, as members compare it; see digest.go) and zkd's
+// own hash of the whole encoding (Digest, computed on demand).
 //
 // The tree is deterministic: it does no I/O, reads no clock and no random
 // source, and nothing it encodes or hashes depends on map iteration order,

@@ -76,6 +76,7 @@ func FromImages(cfg Config, lastZxid int64, nodes []NodeImage) (*Tree, error) {
 	if q := t.scanQuotas(); len(q) > 0 {
 		t.quotas = q
 	}
+	t.digest = t.computeDigest()
 	return t, nil
 }
 

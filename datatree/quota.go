@@ -119,7 +119,8 @@ func formatStatsTrack(m map[string]int64) string {
 }
 
 // setDataInPlace replaces n's data without touching its Stat (undoable in
-// a multi).
+// a multi). Its nodes are quota statistics under /zookeeper/, outside the
+// tree digest.
 func (w *writer) setDataInPlace(n *node, data []byte) {
 	t := w.t
 	old, oldLen := n.nd, n.dataLen()

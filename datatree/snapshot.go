@@ -426,15 +426,21 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 	t.root = root
 	t.nodes = 1
 	t.dataSize = int64(1 + root.dataLen())
+	// The tree digest is summed as the nodes arrive, each frame carrying
+	// its node's path CRC (see computeDigest).
+	var dw treeWalkDigest
+	t.digest = dw.root(root)
 	type frame struct {
 		n    *node
 		plen int // length of n's path, 0 for the root
 		left int32
+		crc  uint32 // CRC-32 of n's path
+		out  bool   // n's children are outside the digest (n is /zookeeper or under it)
 	}
 	if kids > 0 {
 		s.presize(root, kids)
 	}
-	stack := []frame{{root, 0, kids}}
+	stack := []frame{{n: root, left: kids}}
 	for len(stack) > 0 && s.err == nil {
 		f := &stack[len(stack)-1]
 		if f.left == 0 {
@@ -456,9 +462,15 @@ func ReadSnapshot(r io.Reader, cfg Config) (*Tree, error) {
 		}
 		plen := f.plen + 1 + len(n.name())
 		t.link(n, plen)
+		var crc uint32
+		if !f.out {
+			var d uint64
+			d, crc = dw.child(f.crc, n, k > 0)
+			t.digest += d
+		}
 		if k > 0 {
 			s.presize(n, k)
-			stack = append(stack, frame{n, plen, k})
+			stack = append(stack, frame{n: n, plen: plen, left: k, crc: crc, out: f.out || isZookeeperNode(f.n, n)})
 		}
 	}
 	if s.err != nil {

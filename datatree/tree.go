@@ -214,6 +214,11 @@ type Tree struct {
 	tombstones map[*node]int64     // lock delay: expired sessions' lock nodes → removal deadline (tombstone.go)
 	quotas     map[string]struct{} // paths with a zookeeper_limits node; nil when none
 	lastZxid   atomic.Int64
+	// digest is ZooKeeper's tree digest, kept by every write (digest.go);
+	// digestBuf and digestStat are the writers' scratch space for hashing.
+	digest     uint64
+	digestBuf  []byte
+	digestStat [60]byte
 
 	wmu     sync.Mutex
 	dataW   watchTable
@@ -234,6 +239,7 @@ func New(cfg Config) *Tree {
 	t.addInitial(zk, "quota", OpenACLUnsafe)
 	cfgNode := t.addInitial(zk, "config", ReadACLUnsafe)
 	cfgNode.aversion = -1
+	t.digest = t.computeDigest()
 	return t
 }
 

@@ -196,6 +196,7 @@ func (t *Tree) Multi(tx *Txn, ops []Op) (results []OpResult, failed bool) {
 	var w writer
 	t.begin(&w, tx, true)
 	defer w.end()
+	digest := t.digest // restored with the rest on a rollback
 	results = make([]OpResult, len(ops))
 	failedAt := -1
 	var ferr error
@@ -234,6 +235,7 @@ func (t *Tree) Multi(tx *Txn, ops []Op) (results []OpResult, failed bool) {
 	for i := len(w.undo) - 1; i >= 0; i-- {
 		w.undo[i]()
 	}
+	t.digest = digest
 	w.undo = nil
 	w.triggers = nil
 	w.wrote = nil
@@ -470,11 +472,14 @@ func (w *writer) create(op CreateOp, opcode int32) (string, jute.Stat, error) {
 		},
 	}
 	oldCv, oldPz := parent.stat.cversion, parent.stat.pzxid
-	if newCv := oldCv + 1; newCv > oldCv {
-		parent.stat.cversion = newCv
-		parent.stat.pzxid = w.tx.Zxid
-	}
+	t.digestChange(parentPath, parent, func() {
+		if newCv := oldCv + 1; newCv > oldCv {
+			parent.stat.cversion = newCv
+			parent.stat.pzxid = w.tx.Zxid
+		}
+	})
 	t.link(n, len(path))
+	t.digest += t.nodeDigest(path, n)
 	if w.multi {
 		w.undo = append(w.undo, func() {
 			t.unlink(n, len(path))
@@ -584,13 +589,17 @@ func (w *writer) delete(path string, version int32) error {
 func (w *writer) deleteNode(n *node, path string) {
 	t := w.t
 	parent := n.parent
+	parentPath, _, _ := parentOf(path)
 	oldPz := parent.stat.pzxid
+	t.digest -= t.nodeDigest(path, n)
 	t.unlink(n, len(path))
 	deadline, tomb := t.tombstones[n]
 	delete(t.tombstones, n)
-	if w.tx.Zxid > parent.stat.pzxid {
-		parent.stat.pzxid = w.tx.Zxid
-	}
+	t.digestChange(parentPath, parent, func() {
+		if w.tx.Zxid > parent.stat.pzxid {
+			parent.stat.pzxid = w.tx.Zxid
+		}
+	})
 	acl, acls := n.acl, t.aclOf(n) // acls outlives the release below
 	if w.multi {
 		// Keep the reference until the multi commits; the undo step
@@ -606,7 +615,6 @@ func (w *writer) deleteNode(n *node, path string) {
 	} else {
 		t.acls.release(acl)
 	}
-	parentPath, _, _ := parentOf(path)
 	w.quotaOnDelete(parentPath, n.name(), path, n.dataLen())
 	w.fire(&t.dataW, path, jute.EventNodeDeleted, acls, false)
 	w.fire(&t.childW, path, jute.EventNodeDeleted, acls, true)
@@ -639,10 +647,12 @@ func (w *writer) setData(path string, data []byte, version int32) (jute.Stat, er
 		return jute.Stat{}, pathErr(ErrBadVersion, path)
 	}
 	oldND, oldLen, oldStat := n.nd, n.dataLen(), n.stat
+	before := t.nodeDigest(path, n)
 	n.setData(data)
 	n.stat.version++
 	n.stat.mtime = w.tx.Time
 	n.stat.mzxid = w.tx.Zxid
+	t.digest += t.nodeDigest(path, n) - before
 	t.dataSize += int64(len(data) - oldLen)
 	if w.multi {
 		w.undo = append(w.undo, func() {
@@ -682,7 +692,7 @@ func (w *writer) setACL(path string, acl []jute.ACL, aversion int32) (jute.Stat,
 	old := n.acl
 	n.acl = t.acls.intern(fixed)
 	t.acls.release(old)
-	n.aversion++
+	t.digestChange(path, n, func() { n.aversion++ })
 	return t.clientStat(n), nil
 }
 
@@ -726,10 +736,12 @@ func (t *Tree) SetConfigData(tx *Txn, data []byte, checkAuth bool) (jute.Stat, e
 	}
 	diff := len(data) - n.dataLen()
 	t.dataSize += int64(diff)
+	before := t.nodeDigest(ConfigPath, n) // 0: /zookeeper/ is not in the digest
 	n.setData(data)
 	n.stat.version = -1
 	n.stat.mtime = tx.Time
 	n.stat.mzxid = tx.Zxid
+	t.digest += t.nodeDigest(ConfigPath, n) - before
 	w.quotaOnSetData(ConfigPath, diff)
 	w.fire(&t.dataW, ConfigPath, jute.EventNodeDataChanged, t.aclOf(n), false)
 	return t.clientStat(n), nil

@@ -33,6 +33,7 @@ type ZKMetrics struct {
 	dbInit, txnsLoad, txnsLoaded *zkmetrics.Summary
 	unavailable, leaderUnavail   *zkmetrics.Summary
 	syncQueued                   *zkmetrics.Counter
+	digestMismatches             *zkmetrics.Counter
 	writeFinal                   *zkmetrics.Summary
 	// Leader figures: proposal sizes (-1 until the first, as ZooKeeper's
 	// BufferStats) and when leadership began (unix ns; 0: not leading).
@@ -80,6 +81,7 @@ func NewZKMetrics() *ZKMetrics {
 	m.sessionsExpired = r.Counter("stale_sessions_expired", "Sessions this member expired as leader (or standalone) for missing their timeout.")
 	m.prepQueued = r.Counter("prep_processor_request_queued", "Requests read from clients and handed to the pipeline (connect requests and pings included).")
 	m.syncQueued = r.Counter("sync_processor_request_queued", "Log entries of the node's own (requests, session expiries, housekeeping) stored in this member's log.")
+	m.digestMismatches = r.Counter("digest_mismatches_count", "Times this member's tree digest differed from the leader's at the same zxid (the member then stops).")
 	m.unsuccessfulHandshake = r.Counter("unsuccessful_handshake", "TLS handshakes with clients that failed.")
 	m.fsync = r.Summary("fsynctime", "Duration of each fsync of the log's write-ahead log, in ms.", false)
 	m.snapshot = r.Summary("snapshottime", "Duration of each snapshot, in ms.", false)
@@ -168,6 +170,7 @@ func (m *ZKMetrics) Observer() zab.Observer {
 		},
 		CommandsStored: func(n int) { m.syncQueued.Add(int64(n)) },
 		RequestApplied: func(d time.Duration) { m.writeFinal.Observe(d.Milliseconds()) },
+		DigestMismatch: m.digestMismatches.Inc,
 	}
 }
 

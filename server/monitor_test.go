@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/zkd/zkd/jute"
 )
 
@@ -70,4 +72,40 @@ func TestMonitorFigures(t *testing.T) {
 	if _, ok := m["zk_cnt_app_read_per_namespace"]; ok {
 		t.Error("after srst the namespace figures remain")
 	}
+}
+
+// TestDigestMismatchMetric: zab's DigestMismatch is ZooKeeper's
+// digest_mismatches_count, in mntr and on /metrics.
+func TestDigestMismatchMetric(t *testing.T) {
+	m := NewZKMetrics()
+	count := func() string {
+		for _, l := range m.reg.Lines() {
+			if l.Key == "zk_digest_mismatches_count" {
+				return l.Value
+			}
+		}
+		return "missing"
+	}
+	if got := count(); got != "0" {
+		t.Fatalf("zk_digest_mismatches_count = %s before any mismatch, want 0", got)
+	}
+	m.Observer().DigestMismatch()
+	if got := count(); got != "1" {
+		t.Fatalf("zk_digest_mismatches_count = %s after one mismatch, want 1", got)
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(m.reg)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "digest_mismatches_count" {
+			if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 1 {
+				t.Fatalf("/metrics digest_mismatches_count = %v, want 1", v)
+			}
+			return
+		}
+	}
+	t.Fatal("/metrics has no digest_mismatches_count")
 }

@@ -120,6 +120,7 @@ func (n *Node) flushLocked() {
 	b.nextID++
 	id := b.nextID
 	e := &entry{kind: kindBatch, origin: n.bootID, seq: id, time: time.Now().UnixMilli(), batch: items}
+	n.markDigest(e)
 	data := e.encode()
 	af := n.raft.Apply(data, 0)
 	n.noteProposed(len(data), len(items))

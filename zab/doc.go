@@ -46,6 +46,22 @@
 // are taken every Config.SnapshotThreshold writes (ZooKeeper's snapCount)
 // and at a clean stop; a restart loads the newest and replays the log tail.
 //
+// # Divergence detection
+//
+// Members compare ZooKeeper's tree digest (datatree.TreeDigest, digest
+// version 2) at the same zxid, through the log, so that apply stays
+// deterministic (digest.go). Every member records its digest after each
+// entry it applies. The leader writes the newest (zxid, digest) it
+// recorded into each kindBatch entry it proposes; that entry lands after
+// the one that reached the zxid, so every member applying it recorded its
+// own digest at that zxid, and compares before applying. A mismatch is
+// counted (Observer.DigestMismatch: digest_mismatches_count) and handed
+// to Config.OnDivergence, which stops the member (cmd/zkd: a DIVERGED
+// line, status 70). An idle leader proposes an empty batch carrying its
+// digest every 10s, so that a member diverged while nobody writes is
+// caught too. The leader's digest is the reference, as in ZooKeeper. Config.NoDigest (zookeeper.digest.enabled=false) leaves the
+// digest out of the entries.
+//
 // # Layers
 //
 // zkd's packages depend one way, cmd → {server, quorum} → zab →

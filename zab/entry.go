@@ -67,6 +67,10 @@ type entry struct {
 	// a decoded one holds.
 	batch  []queued
 	packed []packed
+	// mark is a kindBatch entry's optional trailer: the proposer's tree
+	// digest at an earlier zxid, for divergence detection (digest.go);
+	// version 0 when there is none.
+	mark digestMark
 }
 
 func (e *entry) encode() []byte {
@@ -84,6 +88,9 @@ func (e *entry) encode() []byte {
 		e.req.Encode(enc)
 	case kindBatch:
 		encodeBatch(enc, e.batch)
+		if e.mark.version != 0 {
+			e.mark.encode(enc)
+		}
 	case kindExpire:
 		enc.WriteInt(int32(len(e.sessions)))
 		for _, id := range e.sessions {
@@ -115,6 +122,9 @@ func decodeEntry(b []byte) (*entry, error) {
 		e.req.Decode(d)
 	case kindBatch:
 		e.packed = decodeBatch(d)
+		if d.Err() == nil && d.Remaining() > 0 {
+			e.mark = decodeDigestMark(d)
+		}
 	case kindExpire:
 		n := d.VectorLen(8)
 		for i := 0; i < n && d.Err() == nil; i++ {

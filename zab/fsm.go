@@ -95,6 +95,11 @@ type fsm struct {
 	observer Observer
 	// leading is the node's leadership flag, for observer.Committed.
 	leading *atomic.Bool
+	// digests holds this member's tree digest after each recent entry,
+	// for divergence detection (digest.go); onDivergence is
+	// Config.OnDivergence.
+	digests      digestLog
+	onDivergence func(Divergence)
 	// started is set once raft is running: a Restore after it installs a
 	// leader's snapshot rather than loading the node's own at start.
 	started atomic.Bool
@@ -103,6 +108,7 @@ type fsm struct {
 func newFSM(cfg datatree.Config, log *zap.Logger) *fsm {
 	f := &fsm{log: log, treeCfg: cfg}
 	f.tree.Store(datatree.New(cfg))
+	f.digests.reset(0, f.tree.Load().TreeDigest())
 	f.snapZxid.Store(-1)
 	f.mu.sessions = make(map[int64]int32)
 	f.appliedCh = make(chan struct{})
@@ -171,6 +177,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		// A corrupt or unknown entry: this member cannot stay consistent.
 		panic(fmt.Sprintf("zab: cannot apply log index %d: %v", l.Index, err))
 	}
+	defer f.noteDigest()
 	if e.kind == kindFencingKey {
 		// Not a ZooKeeper transaction: it takes no zxid, so that zxids
 		// stay what ZooKeeper's would be for the same writes.
@@ -179,6 +186,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 		return nil
 	}
 	if e.kind == kindBatch {
+		f.checkDigest(e.mark, l.Index)
 		if f.onBatch != nil {
 			f.onBatch(e.origin, e.seq)
 		}
@@ -711,6 +719,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.sessions = sessions
 	f.mu.Unlock()
 	f.tree.Store(tree)
+	f.digests.reset(tree.LastZxid(), tree.TreeDigest())
 	f.snapZxid.Store(tree.LastZxid())
 	f.setApplied(applied)
 	if f.observer.Restored != nil {

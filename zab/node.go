@@ -89,6 +89,17 @@ type Config struct {
 	// returned (the log) or panics (Pebble), as tests of those packages
 	// expect.
 	OnDiskFailure func(file string, err error)
+	// OnDivergence, when set, is called on the apply goroutine when this
+	// member's tree digest differs from the one its leader recorded at
+	// the same zxid (digest.go), after Observer.DigestMismatch, and must
+	// not return: the member's tree is not the ensemble's, and it must be
+	// rebuilt from its peers. cmd/zkd logs one line and exits. Unset, the
+	// member panics.
+	OnDivergence func(Divergence)
+	// NoDigest leaves the tree digest out of the entries this member
+	// proposes (ZooKeeper's zookeeper.digest.enabled=false): nothing is
+	// then checked against it. Entries that carry one are still checked.
+	NoDigest bool
 	// Logger receives the node's, raft's and Pebble's logs.
 	Logger *zap.Logger
 	// OnSessionClosed is called on the apply goroutine when a session is
@@ -202,6 +213,12 @@ type Node struct {
 	raft  *raft.Raft
 	// lastSync is the duration of the raft log's last fdatasync, in ns.
 	lastSync atomic.Int64
+	// raftReady is raft once NewRaft returned, for the apply goroutine,
+	// which may run before n.raft is set (divergence reports).
+	raftReady atomic.Pointer[raft.Raft]
+	// lastMark is when this member last proposed an entry carrying its
+	// tree digest (unix ns), for the idle check (digest.go).
+	lastMark atomic.Int64
 	fsm      *fsm
 
 	// bootID tells this process's entries from those of earlier runs and
@@ -375,6 +392,15 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.standalone = len(servers) == 1
 	n.fsm.observer = cfg.Observer
+	if cfg.OnDivergence != nil {
+		n.fsm.onDivergence = func(d Divergence) {
+			if r := n.raftReady.Load(); r != nil {
+				_, id := r.LeaderWithID()
+				d.LeaderID = string(id)
+			}
+			cfg.OnDivergence(d)
+		}
+	}
 	if n.standalone {
 		// Standalone ZooKeeper makes no proposals: it counts no commits.
 		n.fsm.observer.Committed = nil
@@ -407,6 +433,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("zab: start raft in %s: %w", cfg.Dir, err)
 	}
 	n.raft = r
+	n.raftReady.Store(r)
 	n.fsm.started.Store(true)
 	if !n.standalone {
 		n.observeElections()
@@ -825,6 +852,7 @@ func (n *Node) leaderLoop() {
 					n.tracker.Add(id, timeouts[i])
 				}
 				n.log.Info("leading: session clocks restarted", zap.Int("sessions", len(ids)))
+				n.lastMark.Store(time.Now().UnixNano()) // the idle digest check counts from here
 				n.ensureConfig()
 				n.ensureFencingKey()
 			}
@@ -841,6 +869,7 @@ func (n *Node) leaderLoop() {
 				}
 				n.propose(&entry{kind: kindExpire, sessions: ids, lockDelay: n.cfg.LockDelayMs})
 			}
+			n.proposeIdleDigest()
 			// Tombstones are few and short-lived: looked for every
 			// tick, so a lock delay overruns by at most a tick.
 			if paths := n.Tree().DueTombstones(time.Now().UnixMilli()); len(paths) > 0 {

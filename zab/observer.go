@@ -81,6 +81,10 @@ type Observer struct {
 	// RequestApplied gets, for each request entry applied here, the time
 	// applying it to the tree took, waking its waiter included.
 	RequestApplied func(time.Duration)
+	// DigestMismatch is called when this member's tree digest differs
+	// from the leader's at the same zxid (ZooKeeper's
+	// digest_mismatches_count), just before Config.OnDivergence.
+	DigestMismatch func()
 }
 
 // noteProposed tells the observer about a proposal of size bytes

@@ -79,6 +79,7 @@ func Seed(cfg Config, st State) error {
 	f := newFSM(cfg.Tree, cfg.Logger)
 	f.lockName = cfg.LockName
 	f.tree.Store(st.Tree)
+	f.digests.reset(st.Tree.LastZxid(), st.Tree.TreeDigest())
 	f.lastTerm, f.counter = uint64(last)>>32, uint32(last)
 	for i, id := range st.Sessions {
 		f.mu.sessions[id] = st.Timeouts[i]

@@ -40,6 +40,10 @@ const (
 	zkVersion = "3.8.4-zkd-" + version
 )
 
+// hashHistory is how many digests the admin hash command lists (the
+// newest; ZooKeeper's digest log keeps a like number).
+const hashHistory = 64
+
 // pprofAddr is the -pprof flag: where to serve the profiling handlers
 // ("" for nowhere).
 var pprofAddr string
@@ -104,6 +108,11 @@ func main() {
 			log.Error(corruptMessage(cfg.DataDir, err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitCorrupt))
 			_ = log.Sync()
 			os.Exit(exitCorrupt)
+		}
+		if de := (*divergedError)(nil); errors.As(err, &de) {
+			log.Error(de.msg, zap.String("dataDir", cfg.DataDir), zap.Int("exit", exitDiverged))
+			_ = log.Sync()
+			os.Exit(exitDiverged)
 		}
 		if errors.Is(err, syscall.ENOSPC) {
 			log.Error(diskFullMessage(cfg.DataDir, err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitDiskFailure))
@@ -210,6 +219,11 @@ func configs(c *zooCfg, log *zap.Logger) (qc quorum.Config, nc zab.Config, sc se
 	nc.TickTime = c.TickTime
 	nc.Logger = log.Named("zab")
 	nc.OnDiskFailure = diskFailure(log, c.DataDir)
+	nc.OnDivergence = divergence(log, nc.Dir, qc.Standalone())
+	// ZooKeeper 3.6+ has zookeeper.digest.enabled on by default.
+	if v, ok := c.prop("zookeeper.digest.enabled"); ok && strings.EqualFold(strings.TrimSpace(v), "false") {
+		nc.NoDigest = true
+	}
 	nc.Tree = datatree.DefaultConfig()
 	nc.Tree.ExtendedTypes = c.propBool("zookeeper.extendedTypesEnabled")
 	nc.Tree.EnforceQuota = c.propBool("zookeeper.enforceQuota")
@@ -309,6 +323,9 @@ func run(c *zooCfg, log *zap.Logger) error {
 	}
 	raiseFileLimit(log)
 	if err := refuseZooKeeperData(sc.DataDir, sc.DataLogDir, nc.Dir); err != nil {
+		return err
+	}
+	if err := checkDiverged(nc.Dir, qc.Standalone()); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(nc.Dir, 0o755); err != nil {
@@ -528,12 +545,15 @@ func (b backend) AdminCommand(name string) (map[string]any, bool) {
 		}
 		return map[string]any{"zxid": strconv.FormatInt(zxid, 16), "timestamp": ts}, true
 	case "hash":
-		// zkd's own tree digest (not ZooKeeper's algorithm, so
-		// digestVersion 0), at the last applied zxid.
-		zxid := b.LastZxid()
-		return map[string]any{"digests": []map[string]any{
-			{"zxid": zxid, "digestVersion": 0, "digest": b.Tree().Digest()},
-		}}, true
+		// ZooKeeper's tree digest after the last entries applied,
+		// oldest first, as its DataTree.getDigestLog.
+		h := b.Node().DigestHistory()
+		h = h[:min(len(h), hashHistory)]
+		digests := make([]map[string]any, 0, len(h))
+		for i := len(h) - 1; i >= 0; i-- {
+			digests = append(digests, map[string]any{"zxid": h[i].Zxid, "digestVersion": datatree.DigestVersion, "digest": h[i].Digest})
+		}
+		return map[string]any{"digests": digests}, true
 	}
 	if name == "system_properties" {
 		return systemProperties(b.zoo), true

@@ -138,6 +138,11 @@ func zkState(nc zab.Config, t *zkformat.Tree) (*datatree.Tree, zab.State, error)
 	if err := tree.CheckInvariants(); err != nil {
 		return nil, zab.State{}, fmt.Errorf("the restored tree is inconsistent: %w", err)
 	}
+	// The members of the new ensemble compare this digest as they apply
+	// (zab/digest.go): zkd's tree must have ZooKeeper's, as read.
+	if got := tree.TreeDigest(); got != t.Digest() {
+		return nil, zab.State{}, fmt.Errorf("zkd's tree has ZooKeeper digest %016x, the database read has %016x: the tree was not rebuilt as read", got, t.Digest())
+	}
 	st := zab.State{Tree: tree}
 	for id := range t.Sessions {
 		st.Sessions = append(st.Sessions, id)

@@ -73,7 +73,7 @@ var zooCfgKeys = func() []zooCfgKey {
 
 		// System properties (zooCfg.prop).
 		{"jute.maxbuffer", honoured}, {"readonlymode.enabled", honoured},
-		{"extendedTypesEnabled", honoured}, {"enforceQuota", honoured},
+		{"extendedTypesEnabled", honoured}, {"enforceQuota", honoured}, {"digest.enabled", honoured},
 		{"znode.container.checkIntervalMs", honoured}, {"znode.container.maxPerMinute", honoured},
 		{"zkd.log.level", honoured}, {"zkd.log.format", honoured}, {"zkd.log.dir", honoured},
 		{"zkd.log.maxFileSize", honoured}, {"zkd.log.maxBackupIndex", honoured},

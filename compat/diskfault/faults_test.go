@@ -20,9 +20,17 @@ const (
 // and what to do.
 func checkDiskExit(t *testing.T, s *zkproc.Server, prefix string) {
 	t.Helper()
+	checkExitLine(t, s, 74, prefix)
+}
+
+// checkExitLine checks that s exited with status code after logging, since
+// its last start, exactly one line with prefix naming a path under its
+// data directory and what to do, and returns that line.
+func checkExitLine(t *testing.T, s *zkproc.Server, code int, prefix string) string {
+	t.Helper()
 	waitExit(t, s, 15*time.Second)
-	if st := s.Cmd.ProcessState; st == nil || st.ExitCode() != 74 {
-		t.Fatalf("%s exited with %v, want status 74 (EX_IOERR); tail:\n%s", s.Addr, st, tail(s.Log(), 3000))
+	if st := s.Cmd.ProcessState; st == nil || st.ExitCode() != code {
+		t.Fatalf("%s exited with %v, want status %d; tail:\n%s", s.Addr, st, code, tail(s.Log(), 3000))
 	}
 	log := s.Log()
 	log = log[strings.LastIndex(log, "=== zkproc: starting"):]
@@ -39,6 +47,7 @@ func checkDiskExit(t *testing.T, s *zkproc.Server, prefix string) {
 		t.Fatalf("the line names no path under %s or no action: %s", s.DataDir, lines[0])
 	}
 	t.Logf("%s", lines[0])
+	return lines[0]
 }
 
 // checkDiskFailureExit checks the exit after a failed fsync.

@@ -73,6 +73,15 @@ func TestRestoreZooKeeper38(t *testing.T) {
 	if res.DigestChecked == 0 || len(res.Notes) != 0 {
 		t.Errorf("digests checked %d, notes %q", res.DigestChecked, res.Notes)
 	}
+	// ZooKeeper's own digest of this tree (checked against its log
+	// above) is the one zkd's tree keeps, loaded and from scratch.
+	dt, err := datatree.FromImages(datatree.Config{ExtendedTypes: true}, tr.LastZxid, tr.Images())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dt.TreeDigest() != tr.Digest() || dt.ComputeTreeDigest() != tr.Digest() {
+		t.Errorf("zkd's tree digest %016x (from scratch %016x), ZooKeeper's %016x", dt.TreeDigest(), dt.ComputeTreeDigest(), tr.Digest())
+	}
 	locks := 0
 	for _, im := range tr.Images() {
 		if strings.HasPrefix(im.Path, "/locks/lock-") {

@@ -1,8 +1,6 @@
 package zkformat
 
 import (
-	"encoding/binary"
-	"hash/crc32"
 	"sort"
 	"strings"
 
@@ -77,29 +75,7 @@ func (t *Tree) internACL(acl []jute.ACL) []jute.ACL {
 
 // nodeDigest is DigestCalculator.calculateDigest: CRC32 of the path (""
 // for the root), the data and the persisted stat; 0 under /zookeeper/.
-func nodeDigest(n *datatree.NodeImage) uint64 {
-	if strings.HasPrefix(n.Path, "/zookeeper/") {
-		return 0
-	}
-	path := n.Path
-	if path == "/" {
-		path = ""
-	}
-	var b [60]byte
-	binary.BigEndian.PutUint64(b[0:], uint64(n.Czxid))
-	binary.BigEndian.PutUint64(b[8:], uint64(n.Mzxid))
-	binary.BigEndian.PutUint64(b[16:], uint64(n.Pzxid))
-	binary.BigEndian.PutUint64(b[24:], uint64(n.Ctime))
-	binary.BigEndian.PutUint64(b[32:], uint64(n.Mtime))
-	binary.BigEndian.PutUint32(b[40:], uint32(n.Version))
-	binary.BigEndian.PutUint32(b[44:], uint32(n.Cversion))
-	binary.BigEndian.PutUint32(b[48:], uint32(n.Aversion))
-	binary.BigEndian.PutUint64(b[52:], uint64(n.EphemeralOwner))
-	crc := crc32.ChecksumIEEE([]byte(path))
-	crc = crc32.Update(crc, crc32.IEEETable, n.Data)
-	crc = crc32.Update(crc, crc32.IEEETable, b[:])
-	return uint64(crc)
-}
+func nodeDigest(n *datatree.NodeImage) uint64 { return datatree.ImageDigest(n) }
 
 // isSessionOwner reports whether owner is a session id (an ephemeral's
 // owner) rather than 0, the container marker or a TTL.
