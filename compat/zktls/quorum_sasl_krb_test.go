@@ -42,7 +42,7 @@ func kerberosMech(t *testing.T) quorumMech {
 		},
 		flags:      []string{"-Djava.security.krb5.conf=" + kdc.Conf},
 		zkdRefusal: "learner learner/10.9.9.9@" + krbRealm + " is not authorized to connect",
-		zkRefusal:  "SASL authorization completed, 10.9.9.9 is not authorized to connect",
+		zkRefusal:  "SASL authorization completed, learner/10.9.9.9@" + krbRealm + " is not authorized to connect",
 		zkdOutside: "quorum SASL to the member on its",
 		stale: func(t *testing.T, path string) {
 			write(t, path, section("QuorumServer", "zkquorum/localhost", svc, "")+section("QuorumLearner", "learner/127.0.0.2", stale, ""))

@@ -58,8 +58,8 @@ func authorizeLearner(principal, requested string, authzHosts []string) error {
 	}
 	parts := strings.Split(strings.ReplaceAll(principal, "@", "/"), "/")
 	if len(parts) == 3 && !slices.Contains(authzHosts, parts[1]) {
-		return fmt.Errorf("learner %s is not authorized to connect: host %s is in no server.N line of this member (%s); ZooKeeper logs the same refusal as 'SASL authorization completed, %s is not authorized to connect'",
-			principal, parts[1], strings.Join(authzHosts, ", "), parts[1])
+		return fmt.Errorf("learner %s is not authorized to connect: host %s is in no server.N line of this member (%s)",
+			principal, parts[1], strings.Join(authzHosts, ", "))
 	}
 	return nil
 }
