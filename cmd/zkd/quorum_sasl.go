@@ -70,12 +70,13 @@ func (l *learner) client(host string) (quorumauth.Client, error) {
 	return c, nil
 }
 
-// describe says who the learner authenticates as, for a log line.
+// describe says who the learner authenticates as, for a log line:
+// "(DIGEST-MD5) as learner", "(GSSAPI) as learner/h@R toward zkquorum/_HOST".
 func (l *learner) describe() string {
 	if l.kc == nil {
-		return "DIGEST-MD5 as " + l.user
+		return "(DIGEST-MD5) as " + l.user
 	}
-	return "GSSAPI (Kerberos) as " + l.kc.Credentials.CName().PrincipalNameString() + "@" + l.kc.Credentials.Realm() +
+	return "(GSSAPI) as " + l.kc.Credentials.CName().PrincipalNameString() + "@" + l.kc.Credentials.Realm() +
 		" toward " + l.servicePrincipal
 }
 
@@ -157,7 +158,7 @@ func followQuorumSASL(c *zooCfg) (func(host string) (quorumauth.Client, error), 
 	if err != nil {
 		return nil, "", err
 	}
-	return l.client, fmt.Sprintf("authenticating to the ZooKeeper leader by quorum SASL (%s) (JAAS %s, section %s)", l.describe(), path, sec), nil
+	return l.client, fmt.Sprintf("authenticating to the ZooKeeper leader by quorum SASL %s (JAAS %s, section %s)", l.describe(), path, sec), nil
 }
 
 // quorumSASL sets qc.PeerAuth from quorum.auth.enableSasl,

@@ -74,7 +74,7 @@ func TestIntegration_FollowQuorumSASLKerberos(t *testing.T) {
 	})
 	t.Run("the ensemble's keytab", func(t *testing.T) {
 		f := startFollow(t, bin, quorum, 4, followZooCfg(t, ports[2], quorumSASL), jvmFlags(jaas("learner", learner, "learner/127.0.0.1")))
-		f.waitOutput(t, regexp.MustCompile(`authenticating to the ZooKeeper leader by quorum SASL \(GSSAPI \(Kerberos\) as learner/127.0.0.1@`+realm), 10*time.Second)
+		f.waitOutput(t, regexp.MustCompile(`authenticating to the ZooKeeper leader by quorum SASL \(GSSAPI\) as learner/127\.0\.0\.1@`+realm+` toward zkquorum/localhost`), 10*time.Second)
 		f.waitOutput(t, regexp.MustCompile(`authenticated to the ZooKeeper leader by quorum SASL`), time.Minute)
 		f.waitOutput(t, regexp.MustCompile(`synced by \w+ with \S+`), time.Minute)
 		st, err := c.Set("/before", []byte("followed"), -1)
