@@ -133,3 +133,20 @@ func TestQuorumSASLKerberos(t *testing.T) {
 		})
 	}
 }
+
+// TestServerHosts: the hosts a Kerberos learner principal may name are
+// those of the server.N lines, of the last address of a multi-address
+// line (as ZooKeeper's QuorumServer.hostname), IPv6 without brackets.
+func TestServerHosts(t *testing.T) {
+	c, err := cfgFrom(t, "server.1=zk1.example:2888:3888;2181\n"+
+		"server.2=10.0.0.2:2888:3888|zk2.example:2888:3888:participant;0.0.0.0:2181\n"+
+		"server.3=[fd00::3]:2888:3888:observer\n"+
+		"server.4=zk1.example:2889:3889\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(serverHosts(c), " ")
+	if want := "fd00::3 zk1.example zk2.example"; got != want {
+		t.Fatalf("serverHosts = %q, want %q", got, want)
+	}
+}
