@@ -9,10 +9,12 @@ import (
 
 const krbRealm = "ZKD.TEST"
 
-// kerberosMech starts a KDC with ZooKeeper's default quorum service
-// principal zkquorum/localhost and a learner principal of the members'
-// host, learner/127.0.0.1. Member 3 is kept out with keytabs that do not
-// fit: its QuorumServer keytab holds zkquorum/localhost's keys from
+// kerberosMech starts a KDC with the quorum service principal
+// zkquorum/127.0.0.1, which learners ask for as
+// quorum.auth.kerberos.servicePrincipal=zkquorum/_HOST (the host of the
+// member dialed), and a learner principal of the members' host,
+// learner/127.0.0.1. Member 3 is kept out with keytabs that do not
+// fit: its QuorumServer keytab holds zkquorum/127.0.0.1's keys from
 // before a rekey (isInitiator=false, so it starts, as a member whose
 // keytab went stale while it ran), and its QuorumLearner principal names
 // a host no server.N line has (learner/10.9.9.9, a keytab made for
@@ -20,7 +22,7 @@ const krbRealm = "ZKD.TEST"
 // learner/127.0.0.2's keys from before a rekey.
 func kerberosMech(t *testing.T) quorumMech {
 	kdc := krb5kdc.Start(t, krbRealm)
-	oldSvc, svc := kdc.RekeyedPrincipal("zkquorum/localhost")
+	oldSvc, svc := kdc.RekeyedPrincipal("zkquorum/127.0.0.1")
 	learner := kdc.NewPrincipal("learner/127.0.0.1")
 	stranger := kdc.NewPrincipal("learner/10.9.9.9")
 	stale, _ := kdc.RekeyedPrincipal("learner/127.0.0.2")
@@ -35,17 +37,18 @@ func kerberosMech(t *testing.T) quorumMech {
 	return quorumMech{
 		jaas: func(t *testing.T, path string, good bool) {
 			if good {
-				write(t, path, section("QuorumServer", "zkquorum/localhost", svc, "")+section("QuorumLearner", "learner/127.0.0.1", learner, ""))
+				write(t, path, section("QuorumServer", "zkquorum/127.0.0.1", svc, "")+section("QuorumLearner", "learner/127.0.0.1", learner, ""))
 			} else {
-				write(t, path, section("QuorumServer", "zkquorum/localhost", oldSvc, "isInitiator=false")+section("QuorumLearner", "learner/10.9.9.9", stranger, ""))
+				write(t, path, section("QuorumServer", "zkquorum/127.0.0.1", oldSvc, "isInitiator=false")+section("QuorumLearner", "learner/10.9.9.9", stranger, ""))
 			}
 		},
 		flags:      []string{"-Djava.security.krb5.conf=" + kdc.Conf},
+		cfg:        map[string]string{"quorum.auth.kerberos.servicePrincipal": "zkquorum/_HOST"},
 		zkdRefusal: "learner learner/10.9.9.9@" + krbRealm + " is not authorized to connect",
 		zkRefusal:  "SASL authorization completed, learner/10.9.9.9@" + krbRealm + " is not authorized to connect",
 		zkdOutside: "quorum SASL to the member on its",
 		stale: func(t *testing.T, path string) {
-			write(t, path, section("QuorumServer", "zkquorum/localhost", svc, "")+section("QuorumLearner", "learner/127.0.0.2", stale, ""))
+			write(t, path, section("QuorumServer", "zkquorum/127.0.0.1", svc, "")+section("QuorumLearner", "learner/127.0.0.2", stale, ""))
 		},
 		zkdStale: "Kerberos login of learner/127.0.0.2@" + krbRealm + " with keyTab " + stale + " failed",
 		zkStale:  "Failed to initialize authentication mechanism using SASL",

@@ -35,9 +35,10 @@ QuorumLearner {
 type quorumMech struct {
 	jaas       func(t *testing.T, path string, good bool)
 	flags      []string
-	zkdRefusal string // in the others' zkd log, on the refusal's line
-	zkRefusal  string // in the others' ZooKeeper log
-	zkdOutside string // in member 3's zkd log
+	cfg        map[string]string // zoo.cfg lines from the start
+	zkdRefusal string            // in the others' zkd log, on the refusal's line
+	zkRefusal  string            // in the others' ZooKeeper log
+	zkdOutside string            // in member 3's zkd log
 	// stale, when set, writes member 3 a JAAS file with which it must
 	// not start at all; zkdStale and zkStale are what its log says.
 	stale             func(t *testing.T, path string)
@@ -76,7 +77,7 @@ func TestIntegration_QuorumSASL(t *testing.T) {
 func testQuorumSASL(t *testing.T, kind zkproc.Kind, mech quorumMech) {
 	jaas := filepath.Join(t.TempDir(), "jaas.conf")
 	mech.jaas(t, jaas, true)
-	opts := zkproc.Options{TickTime: 200}
+	opts := zkproc.Options{TickTime: 200, ExtraCfg: mech.cfg}
 	flags := append([]string{"-Djava.security.auth.login.config=" + jaas}, mech.flags...)
 	var members []*zkproc.Server
 	if kind == zkproc.KindZooKeeper {
