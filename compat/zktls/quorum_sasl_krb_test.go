@@ -47,6 +47,8 @@ func kerberosMech(t *testing.T) quorumMech {
 		zkdRefusal: "learner learner/10.9.9.9@" + krbRealm + " is not authorized to connect",
 		zkRefusal:  "SASL authorization completed, learner/10.9.9.9@" + krbRealm + " is not authorized to connect",
 		zkdOutside: "quorum SASL to the member on its",
+		// Its stale keytab cannot decrypt the others' tickets.
+		zkdOutsideRefusal: "AP-REQ for zkquorum/127.0.0.1@" + krbRealm + " rejected",
 		stale: func(t *testing.T, path string) {
 			write(t, path, section("QuorumServer", "zkquorum/127.0.0.1", svc, "")+section("QuorumLearner", "learner/127.0.0.2", stale, ""))
 		},

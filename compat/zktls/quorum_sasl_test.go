@@ -39,6 +39,10 @@ type quorumMech struct {
 	zkdRefusal string            // in the others' zkd log, on the refusal's line
 	zkRefusal  string            // in the others' ZooKeeper log
 	zkdOutside string            // in member 3's zkd log
+	// zkdOutsideRefusal, when set, is what member 3 logs as it refuses
+	// the others' connections (zkd's raft leader keeps dialing it;
+	// ZooKeeper's members, once they have a leader, do not).
+	zkdOutsideRefusal string
 	// stale, when set, writes member 3 a JAAS file with which it must
 	// not start at all; zkdStale and zkStale are what its log says.
 	stale             func(t *testing.T, path string)
@@ -116,6 +120,9 @@ func testQuorumSASL(t *testing.T, kind zkproc.Kind, mech quorumMech) {
 	if kind == zkproc.KindZkd {
 		awaitLog(t, members[:2], froms[:2], mech.zkdRefusal)
 		awaitLog(t, []*zkproc.Server{out}, froms[2:], mech.zkdOutside)
+		if mech.zkdOutsideRefusal != "" {
+			awaitLog(t, []*zkproc.Server{out}, froms[2:], mech.zkdOutsideRefusal)
+		}
 	} else {
 		awaitLog(t, members[:2], froms[:2], mech.zkRefusal)
 	}
