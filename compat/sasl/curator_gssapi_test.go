@@ -18,14 +18,15 @@ import (
 //     InterProcessMutex and does ACL'd reads, writes and a transaction,
 //     while a client of the Other section (alice,
 //     zookeeper.sasl.clientconfig) is refused each of them;
-//   - a server keytab of old keys, an expired ticket, a principal the KDC
-//     no longer knows and a client of another realm end the same for the
-//     application on both servers, pinned by the outcome of Curator's
-//     first read: with the stale server keytab, and for the client of
-//     another realm (whose KDC has no zookeeper/localhost), it throws
-//     AuthFailedException; with a client that cannot log in (expired
-//     ticket, deleted principal) the Java client goes on without SASL,
-//     so the read succeeds and the connection's only identity is ip.
+//   - a server keytab of old keys, a client keytab of old keys, an
+//     expired ticket, a principal the KDC no longer knows and a client of
+//     another realm end the same for the application on both servers,
+//     pinned by the outcome of Curator's first read: with the stale
+//     server keytab, and for the client of another realm (whose KDC has
+//     no zookeeper/localhost), it throws AuthFailedException; with a
+//     client that cannot log in (stale keytab, expired ticket, deleted
+//     principal) the Java client goes on without SASL, so the read
+//     succeeds and the connection's only identity is ip.
 func TestIntegration_SASLGSSAPICurator(t *testing.T) {
 	zkproc.RequireZooKeeper(t)
 	check := curator.CompileSecurityCheck(t)
@@ -33,6 +34,7 @@ func TestIntegration_SASLGSSAPICurator(t *testing.T) {
 	aliceKeytab := k.kdc.NewPrincipal("alice")
 	short := k.kdc.ExpiredCache("bob@"+krbRealm, k.bobKeytab)
 	eveKeytab := k.kdc.DeletedPrincipal("eve")
+	carolOld, _ := k.kdc.RekeyedPrincipal("carol")
 	// bob of another realm, with a KDC of its own (and its krb5.conf)
 	// that has no zookeeper service.
 	other := krb5kdc.Start(t, "OTHER.TEST")
@@ -55,6 +57,7 @@ func TestIntegration_SASLGSSAPICurator(t *testing.T) {
 		want          string // the outcome of Curator's first read
 	}{
 		{name: "stale server keytab", jaas: both, keytab: k.oldKeytab, extra: "isInitiator=false", want: "AuthFailedException"},
+		{name: "stale client keytab", jaas: clientJAAS(t, "carol@"+krbRealm, carolOld, ""), want: "ok [ip:127.0.0.1]"},
 		{name: "expired ticket", jaas: clientJAAS(t, "bob@"+krbRealm, "", short), want: "ok [ip:127.0.0.1]"},
 		{name: "deleted principal", jaas: clientJAAS(t, "eve@"+krbRealm, eveKeytab, ""), want: "ok [ip:127.0.0.1]"},
 		{name: "another realm", jaas: otherJAAS, conf: other.Conf, want: "AuthFailedException"},
