@@ -156,6 +156,9 @@ func kerberosConfig(c *zooCfg, login *sasl.Krb5Login) (*sasl.Kerberos, error) {
 		// As Krb5LoginModule (isInitiator defaults to true): log the
 		// service principal in at the KDC, so a keytab of stale keys
 		// stops the server here rather than failing every client.
+		if confErr != nil {
+			return nil, fmt.Errorf("Kerberos login of %s needs a krb5.conf to find the KDC (-Djava.security.krb5.conf, or isInitiator=false): %w", k.Principal, confErr)
+		}
 		cl, err := kerberosLogin(kc, conf, confErr, k.Principal, login.KeyTab, kt)
 		if err != nil {
 			return nil, err
