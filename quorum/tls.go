@@ -21,11 +21,14 @@ import (
 
 // PeerAuth is quorum SASL between members (ZooKeeper's quorum.auth.*
 // keys, package quorumauth's exchange); package cmd/zkd implements it with
-// server/sasl's DIGEST-MD5.
+// server/sasl's DIGEST-MD5 and GSSAPI (Kerberos).
 type PeerAuth interface {
-	// Learner returns the client for a connection this member dials, or
-	// nil when it does not authenticate (learnerRequireSasl=false).
-	Learner() quorumauth.Client
+	// Learner returns the client for a connection this member dials to
+	// the member at host (the host of its server.N line: Kerberos names
+	// the service by it), or nil when it does not authenticate
+	// (learnerRequireSasl=false). An error (such as a KDC that gives no
+	// ticket) means the member is not dialed.
+	Learner(host string) (quorumauth.Client, error)
 	// Server returns the server for a connection that authenticates to
 	// this member.
 	Server() quorumauth.Server
@@ -224,7 +227,7 @@ func (m *Member) checkAuth(raw, conn net.Conn, from, port string) (net.Conn, err
 	}
 	id, err := quorumauth.Serve(conn, from, pa.Server())
 	if err != nil {
-		m.refuse(from, port, "quorum SASL failed: the member's JAAS QuorumLearner credentials are not in this member's QuorumServer section", err)
+		m.refuse(from, port, "quorum SASL failed: this member's JAAS QuorumServer section does not accept the member's QuorumLearner login", err)
 		raw.Close()
 		return nil, errRefused
 	}
@@ -330,18 +333,23 @@ func (m *Member) dialPeer(addr string, timeout time.Duration) (net.Conn, error) 
 // "election"): dialPeer, then quorum SASL when PeerAuth asks this member
 // to authenticate. A failed exchange is logged once per refusalEvery.
 func (m *Member) dialMember(addr, port string, timeout time.Duration) (net.Conn, error) {
-	c, err := m.dialPeer(addr, timeout)
-	if err != nil || m.cfg.PeerAuth == nil {
-		return c, err
+	if m.cfg.PeerAuth == nil {
+		return m.dialPeer(addr, timeout)
 	}
-	lc := m.cfg.PeerAuth.Learner()
-	if lc == nil {
-		return c, nil
+	host, _, _ := net.SplitHostPort(addr)
+	lc, err := m.cfg.PeerAuth.Learner(host)
+	if err != nil {
+		m.warnPeer(addr, port, "quorum SASL to the member on its "+port+" port not started: this member's JAAS QuorumLearner login got no credentials for it", err)
+		return nil, err
+	}
+	c, err := m.dialPeer(addr, timeout)
+	if err != nil || lc == nil {
+		return c, err
 	}
 	c.SetDeadline(time.Now().Add(timeout))
 	if err := quorumauth.Learn(c, addr, lc); err != nil {
 		c.Close()
-		m.warnPeer(addr, port, "quorum SASL to the member on its "+port+" port failed: it refused this member's JAAS QuorumLearner credentials, or does not take quorum SASL", err)
+		m.warnPeer(addr, port, "quorum SASL to the member on its "+port+" port failed: it refused this member's JAAS QuorumLearner login, or does not take quorum SASL", err)
 		return nil, err
 	}
 	c.SetDeadline(time.Time{})

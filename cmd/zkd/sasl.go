@@ -134,25 +134,14 @@ func kerberosConfig(c *zooCfg, login *sasl.Krb5Login) (*sasl.Kerberos, error) {
 		return nil, fmt.Errorf("keyTab %s: %w", login.KeyTab, err)
 	}
 	k := &sasl.Kerberos{Principal: login.Principal, Keytab: kt}
-	conf, confSet := c.Props["java.security.krb5.conf"]
-	if !confSet {
-		conf = "/etc/krb5.conf"
+	kc, conf, confErr := krb5Conf(c)
+	if _, set := c.Props["java.security.krb5.conf"]; confErr != nil && set {
+		return nil, confErr
 	}
-	kc, confErr := krb5config.Load(conf)
-	if confErr != nil && confSet {
-		return nil, fmt.Errorf("java.security.krb5.conf %s: %w", conf, confErr)
+	if k.Principal, err = fullPrincipal(c, kc, login.Principal); err != nil {
+		return nil, err
 	}
-	k.DefaultRealm = c.Props["java.security.krb5.realm"]
-	if k.DefaultRealm == "" && confErr == nil {
-		k.DefaultRealm = kc.LibDefaults.DefaultRealm
-	}
-	if !strings.Contains(k.Principal, "@") {
-		// Krb5LoginModule completes a principal with the default realm.
-		if k.DefaultRealm == "" {
-			return nil, fmt.Errorf("principal %s has no realm, and no default realm is configured (java.security.krb5.conf)", k.Principal)
-		}
-		k.Principal += "@" + k.DefaultRealm
-	}
+	k.DefaultRealm = defaultRealm(c, kc)
 	if k.DefaultRealm == "" {
 		_, k.DefaultRealm, _ = strings.Cut(k.Principal, "@")
 	}
@@ -168,17 +157,74 @@ func kerberosConfig(c *zooCfg, login *sasl.Krb5Login) (*sasl.Kerberos, error) {
 		// service principal in at the KDC, so a keytab of stale keys
 		// stops the server here rather than failing every client.
 		if confErr != nil {
-			return nil, fmt.Errorf("Kerberos login of %s needs a krb5.conf to find the KDC (-Djava.security.krb5.conf, or isInitiator=false): %s: %w", k.Principal, conf, confErr)
+			return nil, fmt.Errorf("Kerberos login of %s needs a krb5.conf to find the KDC (-Djava.security.krb5.conf, or isInitiator=false): %w", k.Principal, confErr)
 		}
-		name, realm, _ := strings.Cut(k.Principal, "@")
-		cl := krb5client.NewWithKeytab(name, realm, kt, kc, krb5client.DisablePAFXFAST(true))
-		err := cl.Login()
-		cl.Destroy()
+		cl, err := kerberosLogin(kc, conf, confErr, k.Principal, login.KeyTab, kt)
 		if err != nil {
-			return nil, fmt.Errorf("Kerberos login of %s with keyTab %s failed (the KDC refused the keytab's keys, or cannot be reached; ZooKeeper refuses to start the same way): %w", k.Principal, login.KeyTab, err)
+			return nil, err
 		}
+		cl.Destroy()
 	}
 	return k, nil
+}
+
+// krb5Conf loads the krb5.conf Java would read: java.security.krb5.conf,
+// else /etc/krb5.conf. It returns the path read, and an error naming it
+// (kc is nil then).
+func krb5Conf(c *zooCfg) (kc *krb5config.Config, path string, err error) {
+	path, set := c.Props["java.security.krb5.conf"]
+	if !set {
+		path = "/etc/krb5.conf"
+	}
+	kc, err = krb5config.Load(path)
+	if err != nil {
+		if set {
+			return nil, path, fmt.Errorf("java.security.krb5.conf %s: %w", path, err)
+		}
+		return nil, path, fmt.Errorf("%s: %w", path, err)
+	}
+	return kc, path, nil
+}
+
+// defaultRealm is java.security.krb5.realm, else krb5.conf's
+// default_realm (kc may be nil), else "".
+func defaultRealm(c *zooCfg, kc *krb5config.Config) string {
+	if r := c.Props["java.security.krb5.realm"]; r != "" {
+		return r
+	}
+	if kc != nil {
+		return kc.LibDefaults.DefaultRealm
+	}
+	return ""
+}
+
+// fullPrincipal completes a JAAS principal option without a realm with
+// the default realm, as Krb5LoginModule does.
+func fullPrincipal(c *zooCfg, kc *krb5config.Config, principal string) (string, error) {
+	if strings.Contains(principal, "@") {
+		return principal, nil
+	}
+	realm := defaultRealm(c, kc)
+	if realm == "" {
+		return "", fmt.Errorf("principal %s has no realm, and no default realm is configured (java.security.krb5.conf)", principal)
+	}
+	return principal + "@" + realm, nil
+}
+
+// kerberosLogin logs principal (name@REALM) in at the KDC with the keys
+// of keytab kt (read from path ktPath), as Krb5LoginModule with
+// useKeyTab=true does at start; confErr is krb5Conf's error for conf.
+func kerberosLogin(kc *krb5config.Config, conf string, confErr error, principal, ktPath string, kt *keytab.Keytab) (*krb5client.Client, error) {
+	if confErr != nil {
+		return nil, fmt.Errorf("Kerberos login of %s needs a krb5.conf to find the KDC (-Djava.security.krb5.conf): %w", principal, confErr)
+	}
+	name, realm, _ := strings.Cut(principal, "@")
+	cl := krb5client.NewWithKeytab(name, realm, kt, kc, krb5client.DisablePAFXFAST(true))
+	if err := cl.Login(); err != nil {
+		cl.Destroy()
+		return nil, fmt.Errorf("Kerberos login of %s with keyTab %s failed (the KDC refused the keytab's keys, or cannot be reached; ZooKeeper refuses to start the same way): %w", principal, ktPath, err)
+	}
+	return cl, nil
 }
 
 // refuseSASLKeys stops zkd on SASL settings it does not implement.

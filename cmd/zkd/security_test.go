@@ -235,7 +235,8 @@ func TestQuorumTLSModes(t *testing.T) {
 // QuorumServer users and QuorumLearner credentials (or the sections the
 // saslLoginContext keys name) into the member's PeerAuth, with
 // learnerRequireSasl and serverRequireSasl; a missing section, a learner
-// without a password and Kerberos stop zkd with an error naming them.
+// without a password and a Kerberos section whose keytab is missing stop
+// zkd with an error naming them.
 func TestQuorumSASLConfig(t *testing.T) {
 	dir := t.TempDir()
 	jaas := filepath.Join(dir, "jaas.conf")
@@ -257,7 +258,8 @@ KrbServer { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true
 		{"required", "quorum.auth.enableSasl=true\nquorum.auth.learnerRequireSasl=true\nquorum.auth.serverRequireSasl=true\n", "", true, true},
 		{"missing section", "quorum.auth.enableSasl=true\nquorum.auth.learner.saslLoginContext=Nope\n", "has no Nope section", false, false},
 		{"no password", "quorum.auth.enableSasl=true\nquorum.auth.learner.saslLoginContext=NoPassword\n", "needs username and password", false, false},
-		{"kerberos", "quorum.auth.enableSasl=true\nquorum.auth.server.saslLoginContext=KrbServer\n", "Kerberos quorum SASL is not implemented", false, false},
+		{"kerberos keytab missing", "quorum.auth.enableSasl=true\nquorum.auth.server.saslLoginContext=KrbServer\n", "keyTab /none.keytab", false, false},
+		{"kerberos learner keytab missing", "quorum.auth.enableSasl=true\nquorum.auth.learner.saslLoginContext=KrbServer\n", "section KrbServer: keyTab /none.keytab", false, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -280,11 +282,11 @@ KrbServer { com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true
 			if !ok {
 				t.Fatalf("PeerAuth = %T", qc.PeerAuth)
 			}
-			if pa.user != "learner" || pa.password != "s3cret" || pa.users.Passwords["other"] != "x" || pa.learn != tc.learn || pa.require != tc.require {
+			if pa.learner.user != "learner" || pa.learner.password != "s3cret" || pa.users.Passwords["other"] != "x" || pa.learn != tc.learn || pa.require != tc.require {
 				t.Errorf("PeerAuth = %+v", pa)
 			}
-			if (pa.Learner() != nil) != tc.learn {
-				t.Errorf("Learner() = %v with learnerRequireSasl=%v", pa.Learner(), tc.learn)
+			if lc, err := pa.Learner("127.0.0.1"); err != nil || (lc != nil) != tc.learn {
+				t.Errorf("Learner() = %v, %v with learnerRequireSasl=%v", lc, err, tc.learn)
 			}
 		})
 	}

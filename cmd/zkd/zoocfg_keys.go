@@ -105,6 +105,7 @@ var zooCfgKeys = func() []zooCfgKey {
 		{"quorum.auth.enableSasl", honoured}, {"quorum.auth.learnerRequireSasl", honoured},
 		{"quorum.auth.serverRequireSasl", honoured},
 		{"quorum.auth.learner.saslLoginContext", honoured}, {"quorum.auth.server.saslLoginContext", honoured},
+		{"quorum.auth.kerberos.servicePrincipal", honoured},
 	}
 	for _, prefix := range []string{"ssl.", "ssl.quorum."} {
 		for _, k := range sslKeys {

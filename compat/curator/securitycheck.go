@@ -102,15 +102,40 @@ type Args struct {
 	OtherCfg map[string]string
 }
 
+// javaArgs is java's command line up to SecurityCheck's flags.
+func (s *SecurityCheck) javaArgs(jvmFlags []string) []string {
+	args := []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.admin.enableServer=false"}
+	args = append(args, jvmFlags...)
+	return append(args, "-cp", s.classes+":"+classPath(), "zkdcompat.SecurityCheck")
+}
+
+// Probe runs SecurityCheck --probe against connect with jvmFlags: one
+// Curator client configured by them reads "/". It returns what it
+// printed after "securitycheck: outcome " ("ok [sasl:bob@R]", or the
+// simple class name of the exception Curator threw), or an error with
+// the output when it printed none.
+func (s *SecurityCheck) Probe(t testing.TB, jvmFlags []string, connect string) (string, error) {
+	t.Helper()
+	args := append(s.javaArgs(jvmFlags), "--connect", connect, "--probe")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b, _ := exec.CommandContext(ctx, "java", args...).CombinedOutput()
+	out := string(b)
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(l, "securitycheck: outcome "); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("SecurityCheck --probe against %s printed no outcome:\n%s", connect, out)
+}
+
 // Run runs SecurityCheck with jvmFlags (the -D properties of the case)
 // and returns its output, with an error if it did not report success
 // within three minutes.
 func (s *SecurityCheck) Run(t testing.TB, jvmFlags []string, a Args) (string, error) {
 	t.Helper()
-	args := []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m",
-		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dzookeeper.admin.enableServer=false"}
-	args = append(args, jvmFlags...)
-	args = append(args, "-cp", s.classes+":"+classPath(), "zkdcompat.SecurityCheck",
+	args := append(s.javaArgs(jvmFlags),
 		"--connect", a.Connect, "--scheme", a.Scheme, "--id", a.Owner, "--other-id", a.Other)
 	for k, v := range a.OtherCfg {
 		args = append(args, "--other", k+"="+v)

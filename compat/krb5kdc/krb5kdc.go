@@ -185,6 +185,71 @@ func (k *KDC) Keytab(name string, principals ...string) string {
 	return p
 }
 
+// NewPrincipal creates principal with random keys and writes them to a
+// keytab of its own in the KDC's directory, whose path it returns.
+func (k *KDC) NewPrincipal(principal string) string {
+	k.t.Helper()
+	k.AddPrincipal(principal)
+	return k.Keytab(fileName(principal)+".keytab", principal)
+}
+
+// RekeyedPrincipal creates principal, writes its keys to a keytab, gives
+// it new keys and writes those to another: it returns the keytab of keys
+// the KDC no longer takes (a keytab gone stale) and the current one.
+func (k *KDC) RekeyedPrincipal(principal string) (old, current string) {
+	k.t.Helper()
+	old = k.NewPrincipal(principal)
+	k.Rekey(principal)
+	return old, k.Keytab(fileName(principal)+"-current.keytab", principal)
+}
+
+// DeletedPrincipal creates principal, writes its keytab and deletes it
+// from the realm: the keytab's principal is one the KDC does not know.
+func (k *KDC) DeletedPrincipal(principal string) string {
+	k.t.Helper()
+	kt := k.NewPrincipal(principal)
+	k.Delete(principal)
+	return kt
+}
+
+// ExpiredCache returns a credential cache holding a TGT of principal
+// (from keytab) that has expired: kinit asks for 1s, then it waits until
+// klist says so (at most 20s).
+func (k *KDC) ExpiredCache(principal, keytab string) string {
+	k.t.Helper()
+	cache, err := k.Kinit(principal, keytab, time.Second)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); !k.Expired(cache); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			k.t.Fatalf("krb5kdc: a 1s ticket of %s still valid after 20s", principal)
+		}
+	}
+	return cache
+}
+
+// JAASSection is a JAAS section name whose Krb5LoginModule logs principal
+// in from keytab (useKeyTab, storeKey, no ticket cache), with extra
+// options (such as isInitiator=false) before the principal.
+func JAASSection(name, principal, keytab, extra string) string {
+	return name + ` {
+    com.sun.security.auth.module.Krb5LoginModule required
+    useKeyTab=true
+    keyTab="` + keytab + `"
+    storeKey=true
+    useTicketCache=false
+    ` + extra + `
+    principal="` + principal + `";
+};
+`
+}
+
+// fileName makes a principal a file name.
+func fileName(principal string) string {
+	return strings.NewReplacer("/", "_", "@", "_").Replace(principal)
+}
+
 // Delete removes principal from the realm: its keytabs and tickets then
 // belong to a principal the KDC does not know.
 func (k *KDC) Delete(principal string) {
@@ -204,7 +269,7 @@ func (k *KDC) Rekey(principal string) {
 // the KDC's directory, valid for lifetime (0: the realm's maximum), and
 // returns the cache's path (for KRB5CCNAME, or Java's ticketCache).
 func (k *KDC) Kinit(principal, keytab string, lifetime time.Duration) (string, error) {
-	cache := filepath.Join(k.Dir, "cc-"+strings.NewReplacer("/", "_", "@", "_").Replace(principal)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	cache := filepath.Join(k.Dir, "cc-"+fileName(principal)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36))
 	args := []string{"-k", "-t", keytab, "-c", cache}
 	if lifetime > 0 {
 		args = append(args, "-l", strconv.Itoa(int(lifetime.Seconds()))+"s")

@@ -5,8 +5,8 @@
 // accepts (the server) checks it, requiring it with
 // quorum.auth.serverRequireSasl. zkd members use it on their quorum and
 // election ports, and `zkd follow` toward a ZooKeeper leader. The SASL
-// mechanism itself (DIGEST-MD5) is the caller's, behind Client and
-// Server.
+// mechanism itself (DIGEST-MD5 or GSSAPI) is the caller's, behind Client
+// and Server.
 package quorumauth
 
 import (
@@ -41,7 +41,7 @@ const (
 const maxAuthToken = 64 << 10
 
 // Client is the client side of one SASL exchange, such as server/sasl's
-// DIGEST-MD5 Client (sasl.NewQuorumClient).
+// DIGEST-MD5 Client (sasl.NewQuorumClient) or QuorumGSSAPIClient.
 type Client interface {
 	// First is the initial response (empty when the mechanism has none).
 	First() []byte
@@ -53,7 +53,8 @@ type Client interface {
 }
 
 // Server is the server side of one SASL exchange, such as server/sasl's
-// DIGEST-MD5 Server (sasl.NewQuorumServer).
+// DIGEST-MD5 Server (sasl.NewQuorumServer) or GSSAPIServer
+// (sasl.NewQuorumGSSAPIServer).
 type Server interface {
 	// Evaluate takes the client's token and returns the next one to send.
 	Evaluate(token []byte) ([]byte, error)

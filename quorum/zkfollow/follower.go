@@ -57,8 +57,9 @@ type Config struct {
 	// SASL, when set, makes a client for the quorum SASL exchange the
 	// follower starts on each connection to a leader, before anything
 	// else (quorum.auth.enableSasl with learnerRequireSasl, ZooKeeper's
-	// QuorumLearner login). Nil: no quorum SASL.
-	SASL func() quorumauth.Client
+	// QuorumLearner login), given the host of the member dialed
+	// (Kerberos names the service by it). Nil: no quorum SASL.
+	SASL func(host string) (quorumauth.Client, error)
 }
 
 // Validate names the first bad field.
@@ -324,7 +325,12 @@ func (f *Follower) followOnce(ctx context.Context, addr string) error {
 	defer stop()
 	defer nc.Close()
 	if f.cfg.SASL != nil {
-		if err := quorumauth.Learn(conn, addr, f.cfg.SASL()); err != nil {
+		host, _, _ := net.SplitHostPort(addr)
+		sc, err := f.cfg.SASL(host)
+		if err != nil {
+			return &quorumauth.Error{Addr: addr, Err: err}
+		}
+		if err := quorumauth.Learn(conn, addr, sc); err != nil {
 			return err
 		}
 		f.log.Info("authenticated to the ZooKeeper leader by quorum SASL", zap.String("peer", addr))

@@ -41,6 +41,14 @@
 // the server's empty last reply. The RFC 4121 wrap and unwrap are shared
 // by both sides.
 //
+// Quorum SASL between members (ZooKeeper's quorum.auth.* keys) uses the
+// same exchanges: NewQuorumClient and NewQuorumServer for DIGEST-MD5
+// (digest-uri zookeeper-quorum/zk-quorum-sasl-md5), and for Kerberos
+// NewQuorumGSSAPIClient (the ticket for the quorum service principal, see
+// QuorumServicePrincipal) and NewQuorumGSSAPIServer, whose authorization
+// is ZooKeeper's SaslQuorumServerCallbackHandler's: the learner as its own
+// principal, whose host part a server.N line must name.
+//
 // The Kerberos messages, keytab and crypto are github.com/jcmturner/gokrb5.
 // Encryption types of RFC 1964 tokens (DES, RC4) are refused.
 package sasl

@@ -117,6 +117,10 @@ type GSSAPIServer struct {
 	cname  types.PrincipalName
 	realm  string
 	authz  string
+	// authorize, when set, decides the authorization (quorum SASL):
+	// given the authenticated principal and the authorization ID the
+	// client asked for, it returns the authorized name.
+	authorize func(principal, requested string) (string, error)
 }
 
 // NewGSSAPIServer starts an exchange for a client at addr (nil: unknown),
@@ -196,6 +200,15 @@ func (s *GSSAPIServer) evaluate(token []byte) ([]byte, error) {
 		}
 		if payload[0] != 1 {
 			return nil, fmt.Errorf("client chose security layer %#x; the server offers none but authentication (0x01)", payload[0])
+		}
+		if s.authorize != nil {
+			authz, err := s.authorize(strings.Join(s.cname.NameString, "/")+"@"+s.realm, string(payload[4:]))
+			if err != nil {
+				return nil, err
+			}
+			s.authz = authz
+			s.step = 3
+			return nil, nil
 		}
 		// The requested authorization ID (payload[4:]) is not used:
 		// ZooKeeper authorizes every client as its own principal.

@@ -31,7 +31,13 @@ import org.apache.zookeeper.data.Stat;
  * <pre>
  * java … zkdcompat.SecurityCheck --connect HOST:PORT --scheme sasl|x509 --id OWNER --other-id OTHER
  *     [--other KEY=VALUE]…   (ZKClientConfig properties of the other client)
+ * java … zkdcompat.SecurityCheck --connect HOST:PORT --probe
  * </pre>
+ *
+ * <p>With {@code --probe} it only starts one Curator client configured by the system properties and
+ * reads "/": it prints "securitycheck: outcome ok [identities]" or "securitycheck: outcome" and the
+ * class of what Curator threw, so that a test pins how an authentication failure ends for an
+ * application, the same on zkd as on ZooKeeper.
  *
  * compat/zktls and compat/sasl start the servers (zkd and ZooKeeper 3.8, configured alike) and run
  * this with the JVM flags of each case; they compile it from this source tree.
@@ -49,6 +55,7 @@ public final class SecurityCheck {
         String owner = null;
         String other = null;
         List<String[]> otherProps = new ArrayList<>();
+        boolean probe = false;
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
                 case "--connect" -> connect = args[++i];
@@ -56,11 +63,24 @@ public final class SecurityCheck {
                 case "--id" -> owner = args[++i];
                 case "--other-id" -> other = args[++i];
                 case "--other" -> otherProps.add(args[++i].split("=", 2));
+                case "--probe" -> probe = true;
                 default -> {
                     System.out.println("securitycheck: unknown flag " + args[i]);
                     System.exit(2);
                 }
             }
+        }
+        if (connect != null && probe) {
+            try {
+                System.out.println("securitycheck: outcome " + probe(connect));
+            } catch (Throwable e) {
+                System.out.println("securitycheck: FAIL " + e);
+                e.printStackTrace(System.out);
+                System.out.flush();
+                System.exit(1);
+            }
+            System.out.flush();
+            System.exit(0);
         }
         if (connect == null || scheme == null || owner == null || other == null) {
             System.out.println("securitycheck: need --connect, --scheme, --id and --other-id");
@@ -144,6 +164,30 @@ public final class SecurityCheck {
             }
             Check.eq("v3", str(a.getData().forPath(data)), "owner reads " + data + " at the end");
             a.delete().deletingChildrenIfNeeded().forPath(BASE);
+        }
+    }
+
+    /**
+     * probe starts a Curator client from the system properties and reads "/": "ok" and the
+     * connection's identities, or the simple name of what Curator threw.
+     */
+    private static String probe(String connect) throws InterruptedException {
+        CuratorFramework c = CuratorFrameworkFactory.builder()
+                .connectString(connect)
+                .sessionTimeoutMs(SESSION_MS)
+                .connectionTimeoutMs(15_000)
+                .retryPolicy(new RetryOneTime(500))
+                .build();
+        c.start();
+        try {
+            c.checkExists().forPath("/");
+            List<String> got = new ArrayList<>();
+            c.getZookeeperClient().getZooKeeper().whoAmI().forEach(ci -> got.add(ci.getAuthScheme() + ":" + ci.getUser()));
+            return "ok " + got;
+        } catch (Exception e) {
+            return e.getClass().getSimpleName();
+        } finally {
+            c.close();
         }
     }
 
