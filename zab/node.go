@@ -406,7 +406,7 @@ func Open(cfg Config) (*Node, error) {
 	if !n.standalone {
 		n.observeElections()
 	}
-	n.observeLoad(lastAtOpen)
+	n.observeLoad(logs, lastAtOpen)
 	n.recovery = Recovery{Fresh: !has, SnapshotZxid: n.fsm.snapZxid.Load()}
 	if n.recovery.SnapshotZxid >= 0 {
 		n.recovery.SnapshotIndex, _ = strconv.ParseUint(r.Stats()["last_snapshot_index"], 10, 64)

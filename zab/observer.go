@@ -1,10 +1,13 @@
 package zab
 
 import (
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
 )
 
 // Observer receives a node's events for monitoring: the figures behind
@@ -170,17 +173,23 @@ func (n *Node) observeElections() {
 	}()
 }
 
-// observeLoad reports Observer.Loaded once raft has applied the log up to
-// last, its last index at start. Raft applies asynchronously and offers no
-// notification for it, so this polls the applied index.
-func (n *Node) observeLoad(last uint64) {
-	if n.cfg.Observer.Loaded == nil {
-		return
-	}
+// observeLoad waits in the background until raft has applied the log up
+// to last, its last index at start (raft applies asynchronously and offers
+// no notification for it, so this polls the applied index), and reports
+// Observer.Loaded. When the log held commands after the snapshot, it then
+// waits until the FSM has applied the last of them (raft counts an entry
+// applied once it is handed to the FSM) and hands the heap the replay
+// freed back to the system (releaseAfterReplay).
+func (n *Node) observeLoad(logs raft.LogStore, last uint64) {
 	restored := time.Now()
 	var snapIndex uint64
 	if s, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
 		snapIndex = s
+	}
+	replayed := last - min(snapIndex, last)
+	lastCmd := lastCommand(logs, snapIndex, last)
+	if n.cfg.Observer.Loaded == nil && lastCmd == 0 {
+		return
 	}
 	n.wg.Add(1)
 	go func() {
@@ -194,6 +203,64 @@ func (n *Node) observeLoad(last uint64) {
 			case <-tick.C:
 			}
 		}
-		n.cfg.Observer.Loaded(time.Since(n.opened), time.Since(restored), last-min(snapIndex, last))
+		if n.cfg.Observer.Loaded != nil {
+			n.cfg.Observer.Loaded(time.Since(n.opened), time.Since(restored), replayed)
+		}
+		if lastCmd == 0 {
+			return
+		}
+		for {
+			applied, more := n.fsm.appliedWait()
+			if applied >= lastCmd {
+				break
+			}
+			select {
+			case <-n.stop:
+				return
+			case <-more:
+			}
+		}
+		releaseAfterReplay(n.log, replayed)
 	}()
+}
+
+// lastCommand is the index of the last command entry (what the FSM
+// applies) in the log after index after and up to last, or 0 if there is
+// none.
+func lastCommand(logs raft.LogStore, after, last uint64) uint64 {
+	var l raft.Log
+	for i := last; i > after; i-- {
+		if err := logs.GetLog(i, &l); err != nil {
+			return 0
+		}
+		if l.Type == raft.LogCommand {
+			return i
+		}
+	}
+	return 0
+}
+
+// releaseAfterReplay collects the garbage that the log replay at start
+// (entries entries) left and returns the freed heap to the system. A
+// snapshot loads with the collector off and leaves none, but the log tail
+// after it applies with the collector on, as any write does: its requests,
+// replies and undo logs are garbage, so the heap grows to the collector's
+// goal, about twice what stays live (GOGC=100). The runtime keeps the
+// freed half: its scavenger returns only what lies above that goal, which
+// stays at twice the tree until the heap grows again. After a kill -9 with
+// 1M fleet lock paths in the log (issue 19), the live heap was the same
+// as after a clean restart (120 MB against 126 MB, the tree) but 124 MB
+// of freed heap stayed resident: 285 B of RSS per znode against 158 B.
+// One forced collection of the tree, once per start, gives it back.
+func releaseAfterReplay(log *zap.Logger, entries uint64) {
+	start := time.Now()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	debug.FreeOSMemory()
+	runtime.ReadMemStats(&after)
+	log.Info("log replay done: freed heap returned to the system",
+		zap.Uint64("entries", entries),
+		zap.Uint64("heap_live_mb", after.HeapAlloc>>20),
+		zap.Uint64("returned_mb", (after.HeapReleased-min(before.HeapReleased, after.HeapReleased))>>20),
+		zap.Duration("took", time.Since(start)))
 }
