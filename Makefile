@@ -105,7 +105,7 @@ scale:
 scale-ensemble:
 	bash scripts/scale-ensemble-vs-zookeeper.sh
 
-## fleet: the lock service's fleet (issue 19) on 3 voters + OBSERVERS observers of zkd, then of ZooKeeper 3.8, one table; knobs SESSIONS PATHS RATE HOLD OBSERVERS DURATION PROCS PHASES="run search kill-leader kill-observer" (long at full size; not in CI)
+## fleet: the lock service's fleet (issue 19) on 3 voters + OBSERVERS observers of zkd, then of ZooKeeper 3.8, one table; knobs SESSIONS PATHS RATE HOLD OBSERVERS DURATION PROCS PHASES="run search kill-leader kill-observer fd-limit" (long at full size; not in CI)
 .PHONY: fleet
 fleet:
 	bash scripts/fleet-vs-zookeeper.sh
