@@ -18,16 +18,18 @@ import (
 )
 
 var (
-	recoveryPaths    = flag.Int("recovery-paths", 100000, "TestIntegration_RecoveryMemory: lock paths in the fleet tree (make recovery-mem: 1,000,000)")
-	recoveryMaxBytes = flag.Int64("recovery-max-bytes", 200, "TestIntegration_RecoveryMemory: most RSS per znode, over the empty member's, one second after the first answer")
-	recoveryProfiles = flag.String("recovery-profiles", "", "TestIntegration_RecoveryMemory: save the members' heap profiles and MemStats in this `directory`")
+	recoveryPaths     = flag.Int("recovery-paths", 100000, "TestIntegration_RecoveryMemory: lock paths in the fleet tree (make recovery-mem: 1,000,000)")
+	recoveryMaxBytes  = flag.Int64("recovery-max-bytes", 200, "TestIntegration_RecoveryMemory: most RSS per znode, over the empty member's, one second after the first answer")
+	recoveryReadAfter = flag.Duration("recovery-read-after", time.Second, "TestIntegration_RecoveryMemory: when RSS is read, after the first answer")
+	recoveryProfiles  = flag.String("recovery-profiles", "", "TestIntegration_RecoveryMemory: save the members' heap profiles and MemStats in this `directory`")
 )
 
 // TestIntegration_RecoveryMemory is issue 19's memory per recovered znode:
 // a member that recovers -recovery-paths lock paths (the fleet's tree,
 // /fleet/dNNNN/pNNNNNNN) after kill -9 holds at most -recovery-max-bytes of
-// RSS per znode, read one second after its first answer (a client
-// handshake), less the RSS of the same member empty, read the same way.
+// RSS per znode, read one second (-recovery-read-after) after its first
+// answer (a client handshake), less the RSS of the same member empty, read
+// the same way.
 // Standalone, and as a follower of 3 (the one killed). A clean restart
 // (SIGTERM, which takes a snapshot) is measured beside it. make
 // recovery-mem runs it at 1M paths.
@@ -106,12 +108,12 @@ func restartMeasured(t *testing.T, s *zkproc.Server, empty int64, n int, what st
 	return (rss - empty) / int64(n)
 }
 
-// rssAfterFirstAnswer reads s's RSS one second after first, the time of
-// its first answer (the figure the issue defines), and saves its heap
-// profile when -recovery-profiles is set.
+// rssAfterFirstAnswer reads s's RSS -recovery-read-after (one second)
+// after first, the time of its first answer (the figure the issue
+// defines), and saves its heap profile when -recovery-profiles is set.
 func rssAfterFirstAnswer(t *testing.T, s *zkproc.Server, first time.Time, what string) int64 {
 	t.Helper()
-	time.Sleep(time.Until(first.Add(time.Second)))
+	time.Sleep(time.Until(first.Add(*recoveryReadAfter)))
 	ps, err := sampleProc(s.PID())
 	if err != nil {
 		t.Fatalf("%s: RSS of %s: %v", what, s.Addr, err)
