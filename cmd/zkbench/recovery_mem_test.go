@@ -76,9 +76,9 @@ func TestIntegration_RecoveryMemory(t *testing.T) {
 			awaitZnodes(t, target, want)
 
 			target.Kill()
-			killed := restartMeasured(t, target, empty, n, tc.name+"-kill9")
+			killed := restartMeasured(t, target, empty, n, want, tc.name+"-kill9")
 			target.Stop()
-			clean := restartMeasured(t, target, empty, n, tc.name+"-clean")
+			clean := restartMeasured(t, target, empty, n, want, tc.name+"-clean")
 			t.Logf("%s, %d lock paths: %d B of RSS per znode after kill -9 recovery, %d B after a clean restart (empty member %.1f MiB)",
 				tc.name, n, killed, clean, float64(empty)/(1<<20))
 			if killed > *recoveryMaxBytes {
@@ -89,8 +89,10 @@ func TestIntegration_RecoveryMemory(t *testing.T) {
 }
 
 // restartMeasured starts the stopped target, waits for its first answer
-// and returns its RSS one second later, less empty, per znode of n.
-func restartMeasured(t *testing.T, s *zkproc.Server, empty int64, n int, what string) int64 {
+// and returns its RSS one second later, less empty, per znode of n. Its
+// readiness line must count at least want znodes: a member serves only
+// once it has applied its own log.
+func restartMeasured(t *testing.T, s *zkproc.Server, empty int64, n int, want int64, what string) int64 {
 	t.Helper()
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
@@ -103,8 +105,14 @@ func restartMeasured(t *testing.T, s *zkproc.Server, empty int64, n int, what st
 		time.Sleep(20 * time.Millisecond)
 	}
 	first := time.Now()
+	ready := lastLine(s.Log(), "zkd serving")
 	rss := rssAfterFirstAnswer(t, s, first, what)
-	t.Logf("%s: %s; RSS %.1f MiB", what, lastLine(s.Log(), "zkd serving"), float64(rss)/(1<<20))
+	t.Logf("%s: %s; RSS %.1f MiB", what, ready, float64(rss)/(1<<20))
+	if m := znodesRE.FindStringSubmatch(ready); m == nil {
+		t.Errorf("%s: no znode count in the readiness line %q", what, ready)
+	} else if got, _ := strconv.ParseInt(m[1], 10, 64); got < want {
+		t.Errorf("%s: %s served at %d znodes, before it applied its own log (%d)", what, s.Addr, got, want)
+	}
 	return (rss - empty) / int64(n)
 }
 
@@ -158,6 +166,8 @@ func pprofWrapper(t *testing.T, bin string) string {
 	}
 	return w
 }
+
+var znodesRE = regexp.MustCompile(`"znodes": (\d+)`)
 
 var pprofAddrRE = regexp.MustCompile(`"server": "pprof", "addr": "([^"]+)"`)
 
