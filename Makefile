@@ -105,10 +105,16 @@ scale:
 scale-ensemble:
 	bash scripts/scale-ensemble-vs-zookeeper.sh
 
-## fleet: the lock service's fleet (issue 19) on 3 voters + OBSERVERS observers of zkd, then of ZooKeeper 3.8, one table; knobs SESSIONS PATHS RATE HOLD OBSERVERS DURATION PROCS PHASES="run search kill-leader kill-observer" (long at full size; not in CI)
+## fleet: the lock service's fleet (issue 19) on 3 voters + OBSERVERS observers of zkd, then of ZooKeeper 3.8, one table; knobs SESSIONS PATHS RATE HOLD OBSERVERS DURATION PROCS PHASES="run search kill-leader kill-observer fd-limit" (long at full size; not in CI)
 .PHONY: fleet
 fleet:
 	bash scripts/fleet-vs-zookeeper.sh
+
+## recovery-mem: RSS per znode of a member that recovers RECOVERY_PATHS (1,000,000) fleet lock paths after kill -9, one second after its first answer, less the empty member's (and after a clean restart), standalone and as a follower of 3; fails over 200 B (issue 19; minutes, ~2 GB; not in CI). RECOVERY_PROFILES=<dir> saves heap profiles
+RECOVERY_PATHS ?= 1000000
+.PHONY: recovery-mem
+recovery-mem:
+	$(GO) test -count=1 -timeout 60m -v -run 'TestIntegration_RecoveryMemory' ./cmd/zkbench -recovery-paths $(RECOVERY_PATHS) $(if $(RECOVERY_PROFILES),-recovery-profiles $(RECOVERY_PROFILES))
 
 ## scale-test: a real zkd holds 19,500 sessions (its fd limit allows no more) through a 30 s hold, none lost (long; not in CI)
 scale-test:

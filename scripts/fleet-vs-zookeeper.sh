@@ -18,6 +18,11 @@
 #                 expiries, and acquire p99 over the next 10 s
 #   kill-observer as run, the first observer killed FAULT_AFTER in: its
 #                 clients reconnect to the others; expiries
+#   fd-limit      as run, FAULT_AFTER in the first observer's RLIMIT_NOFILE
+#                 lowered (prlimit) to its open descriptors plus 16 and
+#                 filled with sessions until one is refused, held 5 s,
+#                 closed: how it refuses, expiries, and when it serves
+#                 again
 #
 # Knobs (environment): SESSIONS=100000 PATHS=1000000 RATE=1000 HOLD=10ms
 # OBSERVERS=3 DURATION=60s WARMUP=10s PROCS=<one per 18,000 sessions>
@@ -64,9 +69,9 @@ phase() {
 	case $phase in
 	run) ;;
 	search) args+=(-fleet-search -search-step "$SEARCH_STEP") ;;
-	kill-leader | kill-observer) args+=(-fault "$phase" -fault-after "$FAULT_AFTER") ;;
+	kill-leader | kill-observer | fd-limit) args+=(-fault "$phase" -fault-after "$FAULT_AFTER") ;;
 	*)
-		echo "fleet: unknown phase $phase (run, search, kill-leader, kill-observer)" >&2
+		echo "fleet: unknown phase $phase (run, search, kill-leader, kill-observer, fd-limit)" >&2
 		return 1
 		;;
 	esac

@@ -221,3 +221,35 @@ func TestLogCacheBounds(t *testing.T) {
 		t.Fatalf("GetLog of a deleted entry: %v", err)
 	}
 }
+
+// TestLastCommand checks the search for the last command entry after a
+// snapshot, which decides whether a start replayed writes (and so
+// returns the freed heap) and what the FSM must have applied first.
+func TestLastCommand(t *testing.T) {
+	st := raft.NewInmemStore()
+	types := []raft.LogType{raft.LogConfiguration, raft.LogCommand, raft.LogCommand, raft.LogNoop, raft.LogConfiguration}
+	for i, typ := range types {
+		if err := st.StoreLog(&raft.Log{Index: uint64(i + 1), Type: typ}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name        string
+		after, last uint64
+		want        uint64
+	}{
+		{"commands before raft's own entries", 0, 5, 3},
+		{"snapshot covers the commands", 3, 5, 0},
+		{"snapshot between them", 2, 5, 3},
+		{"last is a command", 0, 2, 2},
+		{"nothing after the snapshot", 5, 5, 0},
+		{"a missing entry stops the search", 0, 9, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := lastCommand(st, tt.after, tt.last); got != tt.want {
+				t.Fatalf("lastCommand(%d, %d) = %d, want %d", tt.after, tt.last, got, tt.want)
+			}
+		})
+	}
+}

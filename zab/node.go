@@ -210,6 +210,7 @@ type Node struct {
 	log   *zap.Logger
 	store *store.Store
 	wal   *wal.Log // raft's log; store keeps the stable store and snapshots
+	logs  *logCache
 	raft  *raft.Raft
 	// lastSync is the duration of the raft log's last fdatasync, in ns.
 	lastSync atomic.Int64
@@ -311,7 +312,7 @@ func Open(cfg Config) (*Node, error) {
 		wl.Close()
 		st.Close()
 	}
-	n.store, n.wal = st, wl
+	n.store, n.wal, n.logs = st, wl, logs
 	n.batch.inflight = make(map[uint64]bool)
 	n.batch.flushed = sync.NewCond(&n.submitMu)
 	n.barriers = coalesce.New(func() (struct{}, error) { return struct{}{}, n.barrierOnce(time.Minute) })
@@ -438,7 +439,7 @@ func Open(cfg Config) (*Node, error) {
 	if !n.standalone {
 		n.observeElections()
 	}
-	n.observeLoad(lastAtOpen)
+	n.observeLoad(logs, lastAtOpen)
 	n.recovery = Recovery{Fresh: !has, SnapshotZxid: n.fsm.snapZxid.Load()}
 	if n.recovery.SnapshotZxid >= 0 {
 		n.recovery.SnapshotIndex, _ = strconv.ParseUint(r.Stats()["last_snapshot_index"], 10, 64)
@@ -502,7 +503,11 @@ func (n *Node) WaitReady(ctx context.Context) error {
 			return n.barrier(ctx)
 		}
 		// Raft's applied index counts no-op and configuration entries the
-		// FSM never sees, so wait on raft's own figure here.
+		// FSM never sees, so wait on raft's own figure here; but raft
+		// counts an entry applied once it is handed to the FSM, which may
+		// then still hold most of a log replay at start (a follower that
+		// recovered 1M lock paths after kill -9 was ready at 32k znodes).
+		// So wait, too, for the FSM to apply the last command up to it.
 		target := n.raft.CommitIndex()
 		for n.raft.AppliedIndex() < target {
 			select {
@@ -512,6 +517,9 @@ func (n *Node) WaitReady(ctx context.Context) error {
 				return ErrStopped
 			case <-time.After(5 * time.Millisecond):
 			}
+		}
+		if last := lastCommand(n.logs, n.fsm.applied.Load(), target); last > 0 {
+			return n.WaitApplied(ctx, last)
 		}
 		return nil
 	}

@@ -1,10 +1,13 @@
 package zab
 
 import (
+	"runtime"
+	"runtime/debug"
 	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
 )
 
 // Observer receives a node's events for monitoring: the figures behind
@@ -174,17 +177,24 @@ func (n *Node) observeElections() {
 	}()
 }
 
-// observeLoad reports Observer.Loaded once raft has applied the log up to
-// last, its last index at start. Raft applies asynchronously and offers no
-// notification for it, so this polls the applied index.
-func (n *Node) observeLoad(last uint64) {
-	if n.cfg.Observer.Loaded == nil {
-		return
-	}
+// observeLoad waits in the background until raft has applied the log up
+// to last, its last index at start (raft applies asynchronously and offers
+// no notification for it, so this polls the applied index), and reports
+// Observer.Loaded. When it loaded a snapshot or the log held commands
+// after it, it then waits until the FSM has applied the last of them
+// (raft counts an entry applied once it is handed to the FSM) and hands
+// the heap the load freed back to the system (releaseAfterLoad).
+func (n *Node) observeLoad(logs raft.LogStore, last uint64) {
 	restored := time.Now()
 	var snapIndex uint64
 	if s, err := strconv.ParseUint(n.raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
 		snapIndex = s
+	}
+	replayed := last - min(snapIndex, last)
+	lastCmd := lastCommand(logs, snapIndex, last)
+	release := lastCmd > 0 || snapIndex > 0
+	if n.cfg.Observer.Loaded == nil && !release {
+		return
 	}
 	n.wg.Add(1)
 	go func() {
@@ -198,6 +208,66 @@ func (n *Node) observeLoad(last uint64) {
 			case <-tick.C:
 			}
 		}
-		n.cfg.Observer.Loaded(time.Since(n.opened), time.Since(restored), last-min(snapIndex, last))
+		if n.cfg.Observer.Loaded != nil {
+			n.cfg.Observer.Loaded(time.Since(n.opened), time.Since(restored), replayed)
+		}
+		if !release {
+			return
+		}
+		for lastCmd > 0 {
+			applied, more := n.fsm.appliedWait()
+			if applied >= lastCmd {
+				break
+			}
+			select {
+			case <-n.stop:
+				return
+			case <-more:
+			}
+		}
+		releaseAfterLoad(n.log, snapIndex > 0, replayed)
 	}()
+}
+
+// lastCommand is the index of the last command entry (what the FSM
+// applies) in the log after index after and up to last, or 0 if there is
+// none.
+func lastCommand(logs raft.LogStore, after, last uint64) uint64 {
+	var l raft.Log
+	for i := last; i > after; i-- {
+		if err := logs.GetLog(i, &l); err != nil {
+			return 0
+		}
+		if l.Type == raft.LogCommand {
+			return i
+		}
+	}
+	return 0
+}
+
+// releaseAfterLoad collects the garbage that loading the state at start
+// (a snapshot, and entries log entries replayed after it) left and
+// returns the freed heap to the system. The log tail applies with the
+// collector on, as any write does: its requests, replies and undo logs
+// are garbage, so the heap grows to the collector's goal, about twice
+// what stays live (GOGC=100). A snapshot loads with the collector off,
+// and the buffers it was read through stay until the first collection
+// after it. Either way the runtime keeps the freed heap: its scavenger
+// returns only what lies above the goal, which stays at twice the tree
+// until the heap grows again. After a kill -9 with 1M fleet lock paths in
+// the log (issue 19), the live heap was the same as after a clean restart
+// (120 MB against 126 MB, the tree) but 124 MB of freed heap stayed
+// resident: 285 B of RSS per znode against 158 B. One forced collection
+// of the tree, once per start, gives it back.
+func releaseAfterLoad(log *zap.Logger, snapshot bool, entries uint64) {
+	start := time.Now()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	debug.FreeOSMemory()
+	runtime.ReadMemStats(&after)
+	log.Info("state loaded: freed heap returned to the system",
+		zap.Bool("snapshot", snapshot), zap.Uint64("log_entries", entries),
+		zap.Uint64("heap_live_mb", after.HeapAlloc>>20),
+		zap.Uint64("returned_mb", (after.HeapReleased-min(before.HeapReleased, after.HeapReleased))>>20),
+		zap.Duration("took", time.Since(start)))
 }

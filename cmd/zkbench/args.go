@@ -61,7 +61,7 @@ type config struct {
 	fleetSearch    bool          // fleet: search the highest rate with p99 under searchP99
 	searchStep     float64       // fleet search: rate factor per step
 	searchP99      time.Duration // fleet search: the p99 bound
-	fault          string        // fleet: kill-leader or kill-observer mid-phase
+	fault          string        // fleet: kill-leader, kill-observer or fd-limit mid-phase
 	faultAfter     time.Duration // fleet: when, into the measured phase
 	fleetChild     bool          // fleet: this is a -procs child (fleet_run.go)
 	fleetFirst     int           // fleet child: global index of its first session
@@ -106,7 +106,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.fleetSearch, "fleet-search", false, "fleet: step the rate up from -rate until acquire p99 reaches -search-p99; report the last good rate and p99 at half of it")
 	fs.Float64Var(&c.searchStep, "search-step", 1.5, "fleet search: rate factor per step")
 	fs.DurationVar(&c.searchP99, "search-p99", 5*time.Millisecond, "fleet search: acquire p99 bound")
-	fs.StringVar(&c.fault, "fault", "", "fleet: kill-leader or kill-observer: kill -9 that member (a local process) -fault-after into the measured phase")
+	fs.StringVar(&c.fault, "fault", "", "fleet: kill-leader or kill-observer: kill -9 that member (a local process) -fault-after into the measured phase; fd-limit: lower an observer's (else a follower's) RLIMIT_NOFILE to its open descriptors plus 16, fill them with sessions until one is refused, hold them 5s, close them")
 	fs.DurationVar(&c.faultAfter, "fault-after", 10*time.Second, "fleet: when -fault strikes, into the measured phase")
 	fs.BoolVar(&c.fleetChild, "fleet-child", false, "fleet: internal, a -procs child")
 	fs.IntVar(&c.fleetFirst, "fleet-first", 0, "fleet child: internal, global index of its first session")
@@ -195,7 +195,7 @@ func parseArgs(args []string, stderr io.Writer) (config, error) {
 		switch {
 		case c.paths < 1:
 			return config{}, fmt.Errorf("zkbench: -paths %d: want at least 1", c.paths)
-		case c.fault != "" && c.fault != "kill-leader" && c.fault != "kill-observer":
+		case c.fault != "" && c.fault != "kill-leader" && c.fault != "kill-observer" && c.fault != "fd-limit":
 			return config{}, errFleetFault
 		case c.fleetSearch && (c.rate <= 0 || c.searchStep <= 1 || c.searchP99 <= 0):
 			return config{}, fmt.Errorf("zkbench: -fleet-search needs -rate > 0 to start from, -search-step > 1 and -search-p99 > 0")

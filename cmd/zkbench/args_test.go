@@ -44,6 +44,8 @@ func TestParseArgs(t *testing.T) {
 			}, ""},
 		{"fleet search", strings.Fields("-workload fleet -rate 10 -fleet-search -search-step 2 -search-p99 3ms"),
 			func(c config) bool { return c.fleetSearch && c.searchStep == 2 && c.searchP99 == 3*time.Millisecond }, ""},
+		{"fleet fd limit", strings.Fields("-workload fleet -fault fd-limit -fault-after 1s -duration 5s"),
+			func(c config) bool { return c.fault == "fd-limit" }, ""},
 		{"fleet bad fault", strings.Fields("-workload fleet -fault kill-all"), nil, "-fault"},
 		{"fleet fault after the phase", strings.Fields("-workload fleet -fault kill-observer -fault-after 10s -duration 5s"), nil, "-fault-after"},
 		{"fleet search without rate", strings.Fields("-workload fleet -fleet-search"), nil, "-fleet-search"},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -26,36 +27,12 @@ var fleetSessions = flag.Int("fleet-sessions", 3000, "TestIntegration_FleetLeade
 // here.
 func TestIntegration_FleetLeaderKill(t *testing.T) {
 	servers := zkproc.StartZkdEnsemble(t, 4, zkproc.Options{Observers: 1, ExtraCfg: map[string]string{"maxClientCnxns": "0"}})
-	bin := zkproc.BuildCmd(t, "zkbench")
-	var pids []string
-	for _, s := range servers {
-		pids = append(pids, strconv.Itoa(s.PID()))
-	}
-	args := []string{"-servers", strings.Join(zkproc.Addrs(servers), ","), "-pids", strings.Join(pids, ","),
-		"-workload", "fleet", "-clients", strconv.Itoa(*fleetSessions), "-paths", "2000", "-rate", "40",
-		"-hold", "5ms", "-warmup", "0s", "-duration", "12s", "-fault", "kill-leader", "-fault-after", "2s",
-		"-session-timeout", "10s", "-root", "/fleet", "-json"}
-	var stdout, stderr bytes.Buffer
-	// A hung fleet prints its goroutines (SIGQUIT) into the failure.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
-	cmd.WaitDelay = 10 * time.Second
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("zkbench %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-	}
-	var res result
-	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Fleet == nil || len(res.Fleet.Steps) != 1 {
-		t.Fatalf("zkbench printed %q (%v)\n%s", stdout.String(), err, stderr.String())
-	}
-	st := res.Fleet.Steps[0]
+	st, stderr := runFleetFault(t, servers, *fleetSessions, "kill-leader")
 	t.Logf("%s; achieved %.0f/s of %.0f; acquire p99 %s, in the 10 s after the kill %s; %d disconnects, %d expired, %d errors; longest ping gap %.0f ms",
 		st.Fault, st.Achieved, st.Rate, fmtMicros(st.Acquire.P99), fmtMicros(st.AfterFault.P99),
 		st.Disconnects, st.Expired, st.Errors, st.MaxPingGapMs)
 	if !strings.HasPrefix(st.Fault, "kill -9 leader") {
-		t.Fatalf("the leader was not killed: %s\n%s", st.Fault, stderr.String())
+		t.Fatalf("the leader was not killed: %s\n%s", st.Fault, stderr)
 	}
 	killed := 0
 	for _, s := range servers {
@@ -86,5 +63,92 @@ func TestIntegration_FleetLeaderKill(t *testing.T) {
 	// leader closes the connection unanswered (server).
 	if st.Unfinished != 0 {
 		t.Errorf("%d acquisitions left waiting after the leader kill, e.g. %v", st.Unfinished, st.Stuck)
+	}
+}
+
+// runFleetFault runs a fleet of sessions on servers (3 voters and an
+// observer) for 12 s at 40 acquisitions a second with -fault fault 2 s in,
+// and returns its one phase and zkbench's log. The fleet runs in a plain
+// (non-race) zkbench child, as make fleet runs it, so that -race on the
+// test costs nothing there.
+func runFleetFault(t *testing.T, servers []*zkproc.Server, sessions int, fault string) (fleetStep, string) {
+	t.Helper()
+	bin := zkproc.BuildCmd(t, "zkbench")
+	var pids []string
+	for _, s := range servers {
+		pids = append(pids, strconv.Itoa(s.PID()))
+	}
+	args := []string{"-servers", strings.Join(zkproc.Addrs(servers), ","), "-pids", strings.Join(pids, ","),
+		"-workload", "fleet", "-clients", strconv.Itoa(sessions), "-paths", "2000", "-rate", "40",
+		"-hold", "5ms", "-warmup", "0s", "-duration", "12s", "-fault", fault, "-fault-after", "2s",
+		"-session-timeout", "10s", "-root", "/fleet", "-json"}
+	var stdout, stderr bytes.Buffer
+	// A hung fleet prints its goroutines (SIGQUIT) into the failure.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGQUIT) }
+	cmd.WaitDelay = 10 * time.Second
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("zkbench %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	var res result
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || res.Fleet == nil || len(res.Fleet.Steps) != 1 {
+		t.Fatalf("zkbench printed %q (%v)\n%s", stdout.String(), err, stderr.String())
+	}
+	return res.Fleet.Steps[0], stderr.String()
+}
+
+// TestIntegration_FleetFdLimit is issue 19's fd-limit fault: while a fleet
+// of 1,000 sessions on 3 zkd voters and 1 observer takes locks, zkbench
+// lowers the observer's RLIMIT_NOFILE to its open descriptors plus 16 and
+// opens sessions on it until one is refused. The refusal closes the
+// connection (no hang) with a log line naming the limit and its value; no
+// session expires, on that member or the others; acquisitions go on
+// through it without errors; and the member grants sessions again once
+// zkbench's close.
+func TestIntegration_FleetFdLimit(t *testing.T) {
+	servers := zkproc.StartZkdEnsemble(t, 4, zkproc.Options{Observers: 1, ExtraCfg: map[string]string{"maxClientCnxns": "0"}})
+	st, stderr := runFleetFault(t, servers, 1000, "fd-limit")
+	t.Logf("%s; achieved %.0f/s of %.0f; acquire p99 %s, in the 10 s after the fault %s; %d disconnects, %d expired, %d errors",
+		st.Fault, st.Achieved, st.Rate, fmtMicros(st.Acquire.P99), fmtMicros(st.AfterFault.P99), st.Disconnects, st.Expired, st.Errors)
+	r := st.FdLimit
+	if r == nil || r.Err != "" {
+		t.Fatalf("the fault was not done: %s\n%s", st.Fault, stderr)
+	}
+	var member *zkproc.Server
+	for _, s := range servers {
+		if s.Addr == r.Member {
+			member = s
+		}
+		if !s.Running() {
+			t.Errorf("%s stopped during the fault", s.Addr)
+		}
+	}
+	if member == nil || r.Mode != "observer" {
+		t.Fatalf("the fault hit %s %s, want the observer", r.Mode, r.Member)
+	}
+	if !strings.HasPrefix(r.Refusal, "connection closed") {
+		t.Errorf("the session over the limit ended with %q, want its connection closed", r.Refusal)
+	}
+	// zkd's line: connection refused: out of file descriptors
+	// (RLIMIT_NOFILE) {"error": "accept …: too many open files",
+	// "RLIMIT_NOFILE": <limit>, …}.
+	const refused = "connection refused: out of file descriptors (RLIMIT_NOFILE)"
+	member.AwaitLog(t, refused, 10*time.Second)
+	if line, want := lastLine(member.Log(), refused), fmt.Sprintf(`"RLIMIT_NOFILE": %d,`, r.Limit); !strings.Contains(line, want) {
+		t.Errorf("the refusal does not name the limit (%s): %s", want, line)
+	}
+	switch {
+	case st.Expired != 0:
+		t.Errorf("%d sessions expired with the observer at its fd limit (last error: %s)", st.Expired, st.LastErr)
+	case st.AfterFault == nil || st.AfterFault.Max == 0:
+		t.Errorf("no acquisition scheduled after the fault completed: %+v, %d left waiting (last error: %s)", st.AfterFault, st.Unfinished, st.LastErr)
+	case st.Errors != 0 || st.Unfinished != 0:
+		t.Errorf("%d acquisitions failed and %d never finished with the observer at its fd limit (last error: %s; e.g. %v)",
+			st.Errors, st.Unfinished, st.LastErr, st.Stuck)
+	case r.ServedAgainMs < 0:
+		t.Errorf("the observer granted no session within 15 s of zkbench's closing theirs")
 	}
 }

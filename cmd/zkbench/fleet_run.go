@@ -25,7 +25,8 @@ import (
 // are open, then runs each phase command (fleetPhaseCmd, one JSON line on
 // its stdin) and answers with its fleetPhase as one JSON line; it closes
 // its sessions and exits at the end of its stdin. The parent samples the
-// members (RSS, CPU) around each phase, kills one with -fault, and merges.
+// members (RSS, CPU) around each phase, kills one with -fault (or drives
+// one to its fd limit: fleet_fdlimit.go), and merges.
 //
 // -fleet-search steps the rate up from -rate by -search-step per phase
 // until acquire p99 reaches -search-p99 (or the fleet acquires less than
@@ -191,23 +192,24 @@ func runFleetChild(ctx context.Context, cfg config, logw io.Writer) error {
 
 // fleetStep is one measured phase as reported.
 type fleetStep struct {
-	Rate          float64  `json:"offered_per_sec"`
-	Achieved      float64  `json:"achieved_per_sec"`
-	Acquire       latency  `json:"acquire_us"`
-	AfterFault    *latency `json:"after_fault_us,omitempty"`
-	Errors        uint64   `json:"errors"`
-	Unfinished    uint64   `json:"unfinished"`
-	PingP99       float64  `json:"ping_p99_us"`
-	PingMax       float64  `json:"ping_max_us"`
-	MaxPingGapMs  float64  `json:"max_ping_gap_ms"`
-	Disconnects   int64    `json:"disconnects"`
-	Expired       int64    `json:"expired"`
-	Members       []member `json:"members,omitempty"`
-	Fault         string   `json:"fault,omitempty"`
-	LastErr       string   `json:"last_error,omitempty"`
-	Seconds       float64  `json:"seconds"`
-	SearchVerdict string   `json:"search,omitempty"`
-	Stuck         []string `json:"stuck,omitempty"`
+	Rate          float64        `json:"offered_per_sec"`
+	Achieved      float64        `json:"achieved_per_sec"`
+	Acquire       latency        `json:"acquire_us"`
+	AfterFault    *latency       `json:"after_fault_us,omitempty"`
+	Errors        uint64         `json:"errors"`
+	Unfinished    uint64         `json:"unfinished"`
+	PingP99       float64        `json:"ping_p99_us"`
+	PingMax       float64        `json:"ping_max_us"`
+	MaxPingGapMs  float64        `json:"max_ping_gap_ms"`
+	Disconnects   int64          `json:"disconnects"`
+	Expired       int64          `json:"expired"`
+	Members       []member       `json:"members,omitempty"`
+	Fault         string         `json:"fault,omitempty"`
+	FdLimit       *fdLimitReport `json:"fd_limit,omitempty"` // -fault fd-limit
+	LastErr       string         `json:"last_error,omitempty"`
+	Seconds       float64        `json:"seconds"`
+	SearchVerdict string         `json:"search,omitempty"`
+	Stuck         []string       `json:"stuck,omitempty"`
 }
 
 // member is one server's figures over a phase.
@@ -273,6 +275,7 @@ func runFleet(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 		cmd := fleetPhaseCmd{Rate: rate, Duration: cfg.duration, Hold: cfg.hold}
 		before := sampleMembers(cfg)
 		var faultDone chan string
+		var fdLimit *fdLimitReport
 		if fault != "" {
 			at := time.Now().Add(cfg.faultAfter)
 			cmd.FaultAt = at.UnixNano()
@@ -280,6 +283,11 @@ func runFleet(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 			go func() {
 				select {
 				case <-time.After(time.Until(at)):
+					if fault == "fd-limit" {
+						fdLimit = fdLimitFault(ctx, cfg)
+						faultDone <- fdLimit.String()
+						return
+					}
 					faultDone <- killMember(cfg, fault)
 				case <-ctx.Done():
 					faultDone <- "not done: interrupted"
@@ -305,6 +313,7 @@ func runFleet(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 		}
 		if faultDone != nil {
 			st.Fault = <-faultDone
+			st.FdLimit = fdLimit
 			l := summarize(p.AfterFault.hist())
 			st.AfterFault = &l
 		}
@@ -459,7 +468,7 @@ func killMember(cfg config, fault string) string {
 }
 
 // errFleetFault is returned for a bad -fault.
-var errFleetFault = errors.New("zkbench: -fault: want kill-leader or kill-observer")
+var errFleetFault = errors.New("zkbench: -fault: want kill-leader, kill-observer or fd-limit")
 
 // write prints the fleet report: one line per phase, then the members.
 func (f *fleetReport) write(b *strings.Builder, r *result) {

@@ -145,3 +145,25 @@ func TestPidListening(t *testing.T) {
 		t.Errorf("pidListening(%s) after close = %d, want 0", addr, got)
 	}
 }
+
+func TestLimitFor(t *testing.T) {
+	tests := []struct {
+		name string
+		open []int
+		free int
+		want int
+	}{
+		{"compact", []int{0, 1, 2, 3}, 16, 20},
+		{"one far above", []int{0, 1, 2, 500}, 16, 19},
+		{"holes below", []int{0, 1, 2, 10, 11, 40}, 16, 21},
+		{"unsorted", []int{40, 2, 11, 0, 10, 1}, 16, 21},
+		{"none open", nil, 4, 4},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := limitFor(tt.open, tt.free); got != tt.want {
+				t.Fatalf("limitFor(%v, %d) = %d, want %d", tt.open, tt.free, got, tt.want)
+			}
+		})
+	}
+}

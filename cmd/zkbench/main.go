@@ -64,7 +64,10 @@
 //	       steps the rate up until acquire p99 reaches -search-p99 and
 //	       reports the last good rate and p99 at half of it; -fault
 //	       kill-leader|kill-observer kills that member -fault-after into
-//	       the phase and reports acquire latency over the next 10 s.
+//	       the phase and reports acquire latency over the next 10 s;
+//	       -fault fd-limit drives an observer (else a follower) to its
+//	       RLIMIT_NOFILE instead, until it refuses a session, and reports
+//	       when it serves again.
 //
 // The ceiling workload measures this machine's limit for any such server
 // rather than a server (cmd/zkbench/ceiling.go): a minimal server in a
