@@ -164,3 +164,42 @@ func TestIntegration_CorruptAtRest(t *testing.T) {
 	s.Restart(t)
 	w.checkAcked(t, connect(t, s.Addr))
 }
+
+// TestIntegration_CorruptFollower: a follower whose raft log was changed
+// at rest refuses to start (65, the CORRUPT DATA line), the two others go
+// on acknowledging writes, and the operator's step the line names (move
+// the data directory aside, keep myid, start again) rebuilds it from its
+// peers with every acknowledged write.
+func TestIntegration_CorruptFollower(t *testing.T) {
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{Binary: zkdBin(t)})
+	l := leader(t, servers)
+	victim, other := servers[(l+1)%3], servers[(l+2)%3]
+	w := &writer{c: connect(t, other.Addr)}
+	w.writeN(t, 100)
+	victim.Stop()
+	seg := only(t, victim, "wal/0000000000000001.wal")
+	edit(t, seg, func(b []byte) []byte { b[5000] ^= 0xff; return b })
+	startFails(t, victim, 65, "CORRUPT DATA in dataDir "+victim.DataDir, seg, "offset ", "move "+victim.DataDir+" aside")
+	w.writeN(t, 50)
+
+	aside := victim.DataDir + ".corrupt"
+	if err := os.Rename(victim.DataDir, aside); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(victim.DataDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	myid, err := os.ReadFile(filepath.Join(aside, "myid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(victim.DataDir, "myid"), myid, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	victim.Restart(t)
+	c := connect(t, victim.Addr)
+	if _, err := c.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	w.checkAcked(t, c)
+}
