@@ -98,6 +98,11 @@ var walCRCTable = crc32.MakeTable(crc32.Castagnoli)
 type recordLog struct {
 	recyclable bool
 	logNum     uint32
+	// appendOnly: the file is only ever appended to, never preallocated
+	// nor reused (the MANIFEST), so a crash cannot leave a whole chunk of
+	// other bytes at its end: a bad last chunk that is all there, with
+	// no zero sector, was changed too.
+	appendOnly bool
 }
 
 // header is the size of a chunk header.
@@ -188,7 +193,8 @@ func (f recordLog) check(path string, b []byte) error {
 			next = blk
 		}
 	}
-	if next < 0 {
+	whole := bad+h <= blockEnd && bad+h+int(binary.LittleEndian.Uint16(b[bad+4:])) <= blockEnd
+	if next < 0 && !(f.appendOnly && whole) {
 		return nil // the end of the file, or a torn tail: Pebble's reading
 	}
 	// Torn: some sector the bad chunk covers is zero from the chunk on.
@@ -197,6 +203,10 @@ func (f recordLog) check(path string, b []byte) error {
 		if isZeroBytes(b[s:e]) {
 			return nil
 		}
+	}
+	if next < 0 {
+		return &CorruptError{Path: path, Offset: int64(bad), Reason: "its last chunk is there whole but fails its checksum, " +
+			"which an append cut short by a crash does not leave: it was changed on disk (corruption, not a torn write), and Pebble would silently drop it"}
 	}
 	return &CorruptError{Path: path, Offset: int64(bad), Reason: fmt.Sprintf(
 		"a bad chunk there, and a valid chunk of the same file follows at offset %d: "+
@@ -259,7 +269,7 @@ func checkLogs(fs vfs.FS, dir string) error {
 	if err != nil {
 		return nil // Pebble's own error at open
 	}
-	return recordLog{}.check(path, b)
+	return recordLog{appendOnly: true}.check(path, b)
 }
 
 // isZeroBytes reports whether b holds only zeros.

@@ -160,6 +160,8 @@ func TestCorruptFiles(t *testing.T) {
 		{"table cut", cut("*.sst"), true},
 		// The second of its three records: the third, valid, follows.
 		{"MANIFEST byte flipped", flip("MANIFEST-*", func(n int) int { return 45 }), true},
+		// The last record: there whole, so not an append a crash cut.
+		{"MANIFEST last record flipped", flip("MANIFEST-*", func(n int) int { return n - 10 }), true},
 		{"OPTIONS byte flipped", flip("OPTIONS-*", func(n int) int { return 20 }), false},
 		{"OPTIONS cut", cut("OPTIONS-*"), false},
 	}
