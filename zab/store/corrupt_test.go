@@ -158,6 +158,13 @@ func TestCorruptFiles(t *testing.T) {
 	}{
 		{"table byte flipped", flip("*.sst", func(n int) int { return n / 4 }), true},
 		{"table cut", cut("*.sst"), true},
+		{"table removed", func(t *testing.T, dir string) string {
+			p := only(t, dir, "*.sst")
+			if err := os.Remove(p); err != nil {
+				t.Fatal(err)
+			}
+			return strings.TrimSuffix(p, ".sst")
+		}, true},
 		// The second of its three records: the third, valid, follows.
 		{"MANIFEST byte flipped", flip("MANIFEST-*", func(n int) int { return 45 }), true},
 		// The last record: there whole, so not an append a crash cut.

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-	iofs "io/fs"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/sstable"
@@ -52,17 +50,19 @@ func (e *corruptErr) Error() string        { return e.err.Error() }
 func (e *corruptErr) Unwrap() error        { return e.err }
 func (e *corruptErr) Is(target error) bool { return target == ErrCorrupt }
 
-// openError marks an error of pebble.Open as ErrCorrupt unless it came
-// from the operating system (a failed open, read or write, a full disk):
-// Pebble found the files inconsistent (a table whose size differs from
-// what the MANIFEST says, a missing table, a bad record).
+// openError marks an error of pebble.Open as ErrCorrupt when Pebble found
+// the files inconsistent: a corruption error, or its check that every
+// table the MANIFEST lists is there with the size it records (whose
+// error Pebble 1.1 builds as text, so it is matched by its words: "object
+// size mismatch", "unknown to the objstorage provider" for a missing
+// one). Other errors (the operating system's, a database of a newer
+// Pebble) are returned as they are.
 func openError(err error) error {
-	var errno syscall.Errno
-	var perr *iofs.PathError
-	if errors.As(err, &errno) || errors.As(err, &perr) {
-		return markCorrupt(err)
+	msg := err.Error()
+	if strings.Contains(msg, "object size mismatch") || strings.Contains(msg, "unknown to the objstorage provider") {
+		return &corruptErr{err}
 	}
-	return &corruptErr{err}
+	return markCorrupt(err)
 }
 
 // markCorrupt returns err marked as ErrCorrupt if it says data on disk is
