@@ -274,13 +274,29 @@ func (m *Member) reconcile() {
 	want := map[raft.ServerID]bool{}
 	for _, s := range RaftServers(d.peers) {
 		want[s.ID] = true
-		if c, ok := current[s.ID]; ok && c.Address == s.Address && c.Suffrage == s.Suffrage {
+		c, ok := current[s.ID]
+		if ok && c.Address == s.Address && c.Suffrage == s.Suffrage {
 			continue
 		}
 		var err error
-		if s.Suffrage == raft.Nonvoter {
+		switch {
+		case s.Suffrage == raft.Nonvoter && ok && c.Suffrage == raft.Voter:
+			// A participant made an observer: raft's AddNonvoter leaves
+			// a voter a voter (it only updates the address), so demote
+			// it first.
+			err = r.DemoteVoter(s.ID, 0, timeout).Error()
+			m.log.Info("raft membership: demoting to non-voter", zap.String("peer", string(s.ID)), zap.Error(err))
+			if err != nil {
+				return
+			}
+			if c.Address == s.Address {
+				continue
+			}
 			err = r.AddNonvoter(s.ID, s.Address, 0, timeout).Error()
-		} else {
+		case s.Suffrage == raft.Nonvoter:
+			err = r.AddNonvoter(s.ID, s.Address, 0, timeout).Error()
+		default:
+			// AddVoter also promotes a non-voter.
 			err = r.AddVoter(s.ID, s.Address, 0, timeout).Error()
 		}
 		m.log.Info("raft membership: adding", zap.String("peer", string(s.ID)), zap.String("addr", string(s.Address)),

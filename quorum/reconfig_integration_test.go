@@ -232,3 +232,56 @@ func TestIntegration_ReconfigBackToBack(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestIntegration_ReconfigRole makes a participant an observer and back
+// with reconfig: raft demotes it to a non-voter (srvr says observer; the
+// two others still acknowledge writes), then promotes it again. raft's
+// AddNonvoter alone would have left it a voter.
+func TestIntegration_ReconfigRole(t *testing.T) {
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: 200, ExtraCfg: reconfigCfg})
+	l := zkproc.LeaderOf(t, servers, 20*time.Second)
+	m := (l + 1) % 3
+	c, _ := dial(t, 4*time.Second, servers[l].Addr)
+	if err := c.AddAuth("digest", []byte("super:test")); err != nil {
+		t.Fatal(err)
+	}
+	data, _, err := c.Get("/zookeeper/config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("server.%d=", m+1)
+	line := ""
+	for l := range strings.Lines(string(data)) {
+		if strings.HasPrefix(l, prefix) {
+			line = strings.TrimSpace(l)
+		}
+	}
+	if !strings.Contains(line, ":participant;") {
+		t.Fatalf("no participant line for member %d in %q", m+1, data)
+	}
+	mode := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			out, err := servers[m].FourLetter("srvr")
+			if err == nil && strings.Contains(out, "Mode: "+want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d srvr %q (%v), want Mode: %s", m+1, out, err, want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	if _, err := c.IncrementalReconfig([]string{strings.Replace(line, ":participant;", ":observer;", 1)}, nil, -1); err != nil {
+		t.Fatalf("make member %d an observer: %v", m+1, err)
+	}
+	mode("observer")
+	if _, err := c.Create("/as-observer", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("write with member %d an observer: %v", m+1, err)
+	}
+	if _, err := c.IncrementalReconfig([]string{line}, nil, -1); err != nil {
+		t.Fatalf("make member %d a participant again: %v", m+1, err)
+	}
+	mode("follower")
+}

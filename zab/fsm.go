@@ -703,6 +703,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err != nil {
 		return fmt.Errorf("zab: snapshot tree: %w", err)
 	}
+	// Read to the end: the store checks the snapshot's size and checksum
+	// there, and a changed byte must fail the restore, not be served.
+	if _, err := io.Copy(io.Discard, br); err != nil {
+		return fmt.Errorf("zab: snapshot: %w", err)
+	}
 	for _, tb := range tombs {
 		if err := tree.SetTombstone(tb.Path, tb.Deadline); err != nil {
 			return fmt.Errorf("zab: snapshot tombstone: %w", err)

@@ -429,6 +429,16 @@ func Open(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("zab: read the log in %s: %w", cfg.Dir, err)
 	}
 	r, err := raft.NewRaft(rc, n.fsm, logs, st, snaps, transport)
+	if cerr := st.Corruption(); cerr != nil {
+		// Raft read corrupt data at start: its term or vote, or the newest
+		// snapshot (raft would then go on from an older one, or none).
+		// Refuse rather than serve a tree this member cannot vouch for.
+		if err == nil {
+			_ = r.Shutdown().Error()
+		}
+		closeStores()
+		return nil, fmt.Errorf("zab: start raft in %s: %w", cfg.Dir, cerr)
+	}
 	if err != nil {
 		closeStores()
 		return nil, fmt.Errorf("zab: start raft in %s: %w", cfg.Dir, err)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/zab/store"
 )
 
 func TestEntryRoundTrip(t *testing.T) {
@@ -492,5 +494,40 @@ func TestDecodeEntryWithoutReject(t *testing.T) {
 	}
 	if got.req.Reject != 0 || got.req.Op != jute.OpDelete || len(got.req.Body) != 2 {
 		t.Fatalf("decoded %+v", got.req)
+	}
+}
+
+// failAtEnd reads r, then fails with err instead of io.EOF, as the
+// store's snapshot reader does when the checksum disagrees.
+type failAtEnd struct {
+	r   io.Reader
+	err error
+}
+
+func (f *failAtEnd) Read(p []byte) (int, error) {
+	n, err := f.r.Read(p)
+	if err == io.EOF {
+		return n, f.err
+	}
+	return n, err
+}
+
+func (f *failAtEnd) Close() error { return nil }
+
+// TestFSMRestoreReadsToTheEnd: a snapshot whose stream fails only at its
+// end (a checksum mismatch) fails the restore, and the tree is not
+// replaced: the check at the end must be reached.
+func TestFSMRestoreReadsToTheEnd(t *testing.T) {
+	a := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	applyAll(t, a, script(), 2)
+	data := snapshotBytes(t, a)
+	b := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
+	before := b.tree.Load().Digest()
+	err := b.Restore(&failAtEnd{bytes.NewReader(data), store.ErrSnapshotCorrupt})
+	if !errors.Is(err, store.ErrSnapshotCorrupt) {
+		t.Fatalf("Restore = %v, want the reader's ErrSnapshotCorrupt", err)
+	}
+	if b.tree.Load().Digest() != before {
+		t.Fatal("a snapshot that failed its check replaced the tree")
 	}
 }

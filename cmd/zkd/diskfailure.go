@@ -60,9 +60,11 @@ func diskFullMessage(dataDir string, err error) string {
 }
 
 // corruptMessage is the one line zkd logs when it refuses to start on a
-// corrupt data directory; err names the file and the offset.
+// corrupt data directory; err names the file and the offset. Pebble's
+// errors may span lines: they are joined into the one.
 func corruptMessage(dataDir string, err error) string {
-	return fmt.Sprintf("CORRUPT DATA in dataDir %s: %v; zkd refuses to start. "+
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+	return fmt.Sprintf("CORRUPT DATA in dataDir %s: %s; zkd refuses to start. "+
 		"A member of an ensemble: move %s aside and start zkd again to rebuild it from its peers. "+
-		"Standalone: restore the data directory from a backup", dataDir, err, dataDir)
+		"Standalone: restore the data directory from a backup", dataDir, msg, dataDir)
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/zkd/zkd/server/console"
 	"github.com/zkd/zkd/server/lockview"
 	"github.com/zkd/zkd/zab"
+	"github.com/zkd/zkd/zab/store"
 	"github.com/zkd/zkd/zab/wal"
 )
 
@@ -104,7 +105,7 @@ func main() {
 		os.Exit(2)
 	}
 	if err := run(cfg, log); err != nil {
-		if errors.Is(err, wal.ErrCorrupt) {
+		if errors.Is(err, wal.ErrCorrupt) || errors.Is(err, store.ErrCorrupt) {
 			log.Error(corruptMessage(cfg.DataDir, err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitCorrupt))
 			_ = log.Sync()
 			os.Exit(exitCorrupt)

@@ -37,36 +37,6 @@ func startFails(t *testing.T, s *zkproc.Server, code int, want ...string) {
 	t.Fatalf("no line with all of %q; log:\n%s", want, tail(log, 3000))
 }
 
-// TestIntegration_CorruptWAL flips one byte in a record of the raft log
-// that many synced records follow: start-up refuses with one line naming
-// the segment file, the offset and what to do, instead of dropping the
-// acknowledged records after it as a torn write.
-func TestIntegration_CorruptWAL(t *testing.T) {
-	s := zkproc.StartZkd(t, zkproc.Options{Binary: zkdBin(t)})
-	w := &writer{c: connect(t, s.Addr)}
-	w.writeN(t, 200)
-	s.Stop()
-	seg := filepath.Join(s.DataDir, "zkd", "wal", "0000000000000001.wal")
-	b, err := os.ReadFile(seg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const at = 5000
-	orig := b[at]
-	b[at] ^= 0xff
-	if err := os.WriteFile(seg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	startFails(t, s, 65, "CORRUPT DATA in dataDir", seg, "record at offset ", "move "+s.DataDir+" aside")
-	// Repaired, every acknowledged write is there.
-	b[at] = orig
-	if err := os.WriteFile(seg, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	s.Restart(t)
-	w.checkAcked(t, connect(t, s.Addr))
-}
-
 // TestIntegration_CorruptMyID: a member whose myid is garbage, empty or
 // missing refuses to start with a line naming the file.
 func TestIntegration_CorruptMyID(t *testing.T) {

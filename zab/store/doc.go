@@ -20,5 +20,14 @@
 // commit pipeline further merges the fsyncs of concurrent committers (group
 // commit).
 //
+// Open refuses, with an error matching ErrCorrupt that names the file (and
+// the offset where there is one), what Pebble 1.1 would pass over or find
+// only later: a changed record in the newest WAL or the MANIFEST that
+// Pebble would take for a torn tail, and a table failing a block checksum
+// (every live table is read at open); a damaged OPTIONS file, which only
+// records the options passed here, is written again. Reads that find
+// corruption later (raft's term and vote, a snapshot failing its CRC-64)
+// are marked ErrCorrupt too and remembered (Store.Corruption).
+//
 // The package also adapts zap to the loggers raft (hclog) and Pebble expect.
 package store

@@ -375,10 +375,10 @@ func (r *snapshotReader) Read(p []byte) (int, error) {
 	for len(p) > 0 {
 		if !r.valid {
 			if err := r.it.Error(); err != nil {
-				r.err = fmt.Errorf("store: read snapshot %s: %w", r.meta.ID, err)
+				r.err = r.s.noteCorrupt(fmt.Errorf("store: read snapshot %s in %s: %w", r.meta.ID, r.s.dir, err))
 			} else if r.n != r.meta.Size || r.crc.Sum64() != r.meta.CRC {
-				r.err = fmt.Errorf("%w: %s read %d bytes, crc %x; meta says %d bytes, crc %x",
-					ErrSnapshotCorrupt, r.meta.ID, r.n, r.crc.Sum64(), r.meta.Size, r.meta.CRC)
+				r.err = r.s.noteCorrupt(fmt.Errorf("%w: %s in %s read %d bytes, crc %x; meta says %d bytes, crc %x",
+					ErrSnapshotCorrupt, r.meta.ID, r.s.dir, r.n, r.crc.Sum64(), r.meta.Size, r.meta.CRC))
 			} else {
 				r.err = io.EOF
 			}

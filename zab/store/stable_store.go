@@ -47,7 +47,7 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 		return nil, ErrKeyNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store: get %q: %w", key, err)
+		return nil, s.noteCorrupt(fmt.Errorf("store: get %q: %w", key, err))
 	}
 	out := append([]byte{}, v...)
 	_ = closer.Close()

@@ -95,6 +95,7 @@ func (o *Options) Validate() error {
 // raft.SnapshotStore over the same database. All methods are safe for
 // concurrent use. No method may be called after Close.
 type Store struct {
+	dir       string
 	db        *pebble.DB
 	fs        *countingFS
 	log       *zap.Logger
@@ -121,6 +122,10 @@ type Store struct {
 	// Pebble (which panics).
 	closeMu sync.RWMutex
 	closed  atomic.Bool
+
+	// corruption is the first error of a read that found data on disk
+	// corrupt (see Corruption); nil until then.
+	corruption atomic.Pointer[error]
 
 	// counters for Metrics.
 	appends           atomic.Uint64 // StoreLogs calls
@@ -167,11 +172,25 @@ func Open(opts Options) (*Store, error) {
 		MemTableSize: opts.MemTableSize,
 		Logger:       pebbleLogger{s: opts.Logger.Named("pebble").WithOptions(zap.AddCallerSkip(1)).Sugar(), dir: opts.Dir, fatal: opts.OnDiskFailure},
 	}
+	if err := checkLogs(opts.FS, opts.Dir); err != nil {
+		return nil, err
+	}
+	if err := repairOptions(opts.FS, opts.Dir, popts, func(path string, err error) {
+		opts.Logger.Warn("Pebble's OPTIONS file is damaged; it holds only options zkd sets at every start, so it is written again from them",
+			zap.String("path", path), zap.Error(err))
+	}); err != nil {
+		return nil, err
+	}
 	db, err := pebble.Open(opts.Dir, popts)
 	if err != nil {
-		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, err)
+		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, openError(err))
+	}
+	if err := checkTables(db, opts.FS, opts.Dir); err != nil {
+		_ = db.Close()
+		return nil, err
 	}
 	s := &Store{
+		dir:       opts.Dir,
 		db:        db,
 		fs:        cfs,
 		log:       opts.Logger,
@@ -187,7 +206,7 @@ func Open(opts Options) (*Store, error) {
 	s.snaps.readers = make(map[*snapshotReader]struct{})
 	if err := s.recover(); err != nil {
 		_ = db.Close()
-		return nil, err
+		return nil, fmt.Errorf("store: open %s: %w", opts.Dir, markCorrupt(err))
 	}
 	return s, nil
 }
@@ -214,6 +233,29 @@ func (s *Store) recover() error {
 	s.snaps.metas = metas
 	s.log.Debug("store opened", zap.Uint64("first_index", first), zap.Uint64("last_index", last),
 		zap.Int("snapshots", len(metas)))
+	return nil
+}
+
+// noteCorrupt returns err marked as ErrCorrupt if it reports corrupt data
+// (see markCorrupt), remembering the first such error for Corruption.
+func (s *Store) noteCorrupt(err error) error {
+	err = markCorrupt(err)
+	if errors.Is(err, ErrCorrupt) {
+		s.corruption.CompareAndSwap(nil, &err)
+	}
+	return err
+}
+
+// Corruption returns the first error of a read from this store that found
+// data on disk corrupt (a Pebble block or record failing its checksum, a
+// snapshot failing its CRC), or nil. Raft folds the errors of the reads it
+// makes at start (term, vote, snapshots) into its own text, or falls back
+// to an older snapshot when the newest does not read; this keeps the
+// cause, so that the caller can refuse to start.
+func (s *Store) Corruption() error {
+	if p := s.corruption.Load(); p != nil {
+		return *p
+	}
 	return nil
 }
 

@@ -71,7 +71,8 @@
 // # Recovery
 //
 // Open removes *.tmp files, and any segment the reset marker covers. A
-// complete spare of the right size is kept. Every segment header must be
+// spare of the right size holding only zeros is kept (one changed at rest
+// is removed, with a warning, and made again). Every segment header must be
 // valid and match its file name, or Open fails naming the file.
 //
 // Each segment's records are then read and checked from the header on,
@@ -81,14 +82,26 @@
 // records from its base index to the next segment's base index - 1; if one
 // is bad, Open fails with a *CorruptError naming the file, the offset and
 // the index past which the log cannot be trusted. In the newest segment a
-// bad record, or any non-zero byte after the last good one, is a torn write
-// of the last batch (every StoreLogs is synced before raft counts it, so
-// only that batch can be torn), unless Options.MaxBatch good records or
-// more follow a record whose CRC failed: that record was synced and
-// changed since, and Open fails with a *CorruptError. (Corruption within
-// the last MaxBatch records cannot be told from a torn write.) For a torn
-// write, the records before it are kept, the rest of
-// the segment is overwritten with zeros and synced, and a warning names the
+// bad record, or any non-zero byte after the last good one, may be a torn
+// write of the last batch (every StoreLogs is synced before raft counts
+// it, so only that batch can be torn). What a torn write can leave is
+// narrow, because the segment was preallocated with zeros and the batch
+// was one pwrite: each 512-byte sector it covers is either written or
+// still zero, so a torn record has a sector that is zero from the record's
+// offset on, its length field can only have lost bits (it never runs past
+// the file), and nothing else changed. Open fails with a *CorruptError
+// naming the file, the offset and the index when the damage does not fit:
+// a record failing its CRC with no such zero sector (a flipped byte in a
+// synced record, wherever it is), a length running past the file, a zero
+// length in a sector that holds data after it, Options.MaxBatch good
+// records or more after a bad one, or a newest segment shorter than
+// Options.SegmentSize whose last record ends at the end of the file (cut).
+// What remains indistinguishable: damage that itself looks like an
+// unwritten sector (a whole 512-byte run of zeros in one of the last
+// MaxBatch records), or a length field changed to reach into the zeros
+// after the last record. For a torn write, the records before it are
+// kept, the rest of the segment is overwritten with zeros and synced,
+// and a warning names the
 // file, the offset and the first index dropped. Zeroing matters: otherwise
 // a later, shorter write could end exactly where a stale record begins and
 // bring it back at the next recovery.

@@ -60,46 +60,57 @@ func writeAt(t testing.TB, path string, off int64, b []byte) {
 	}
 }
 
+// sectorAfter is the first sector boundary after off.
+func sectorAfter(off int64) int64 { return (off/sectorSize + 1) * sectorSize }
+
 // TestTornTail damages the end of the newest segment as a crash during the
-// last batch could, and checks that recovery keeps the entries before the
-// damage, wipes the rest with a warning naming the file, offset and index,
-// takes new appends, and is clean the next time.
+// last batch (17-30, one pwrite of more than a sector) could: each sector it covers either
+// written or still zero. Recovery keeps the entries before the damage,
+// wipes the rest with a warning naming the file, offset and index, takes
+// new appends, and is clean the next time.
 func TestTornTail(t *testing.T) {
 	type damage struct {
 		path     string
 		off      int64 // where the torn write starts (the warning's offset)
 		lastKept uint64
 	}
+	// firstFrom is the first record of the last batch ending after off.
+	firstFrom := func(t *testing.T, l layout, off int64) (uint64, int64) {
+		for i := uint64(17); i <= 30; i++ {
+			_, o, end := recordAt(t, l, i)
+			if end > off {
+				return i, o
+			}
+		}
+		t.Fatalf("no record of the last batch ends after %d", off)
+		return 0, 0
+	}
 	tests := []struct {
 		name   string
 		damage func(t *testing.T, l layout) damage
 	}{
-		{"file cut mid-record", func(t *testing.T, l layout) damage {
-			path, off, _ := recordAt(t, l, 20)
-			if err := os.Truncate(path, off+5); err != nil {
-				t.Fatal(err)
+		{"sectors from the batch's second on unwritten", func(t *testing.T, l layout) damage {
+			path, off17, _ := recordAt(t, l, 17)
+			_, _, end := recordAt(t, l, 30)
+			s := sectorAfter(off17)
+			writeAt(t, path, s, make([]byte, end-s))
+			i, off := firstFrom(t, l, s)
+			if off == s {
+				// A record starting on the boundary would be wholly zero:
+				// the log would end cleanly, with nothing to warn about.
+				t.Fatalf("record %d starts on the sector boundary %d: change the layout", i, s)
 			}
-			return damage{path, off, 19}
+			return damage{path, off, i - 1}
 		}},
-		{"last record overwritten with garbage", func(t *testing.T, l layout) damage {
-			path, off, end := recordAt(t, l, 20)
-			writeAt(t, path, off+recordHeaderSize, bytes.Repeat([]byte{0xAA}, int(end-off-recordHeaderSize)))
-			return damage{path, off, 19}
+		{"the batch's first sector unwritten, the next written", func(t *testing.T, l layout) damage {
+			path, off17, _ := recordAt(t, l, 17)
+			writeAt(t, path, off17, make([]byte, sectorAfter(off17)-off17))
+			return damage{path, off17, 16}
 		}},
-		{"length runs past the file", func(t *testing.T, l layout) damage {
-			path, off, _ := recordAt(t, l, 18)
-			writeAt(t, path, off, binary.LittleEndian.AppendUint32(nil, 0xFFFFFF00))
-			return damage{path, off, 17}
-		}},
-		{"zeroed record before an intact one", func(t *testing.T, l layout) damage {
-			path, off, end := recordAt(t, l, 19)
-			writeAt(t, path, off, make([]byte, end-off))
-			return damage{path, off, 18}
-		}},
-		{"garbage after the last record", func(t *testing.T, l layout) damage {
-			path, _, end := recordAt(t, l, 20)
-			writeAt(t, path, end+100, []byte("stale"))
-			return damage{path, end, 20}
+		{"a later sector written past an unwritten one", func(t *testing.T, l layout) damage {
+			path, _, end := recordAt(t, l, 30)
+			writeAt(t, path, sectorAfter(end)+100, []byte("stale"))
+			return damage{path, end, 30}
 		}},
 	}
 	for _, noSync := range []bool{true, false} {
@@ -108,7 +119,8 @@ func TestTornTail(t *testing.T) {
 				logger, warnings := observed()
 				opts := Options{Dir: t.TempDir(), NoSync: noSync, SegmentSize: 64 << 10, Logger: logger}
 				l := openLog(t, opts)
-				store(t, l, 1, 20, 1, 4)
+				store(t, l, 1, 16, 1, 4)
+				store(t, l, 17, 30, 1, 14)
 				lay := layoutOf(l)
 				if err := l.Close(); err != nil {
 					t.Fatal(err)
@@ -258,7 +270,8 @@ func TestGetLogCorrupt(t *testing.T) {
 
 // TestForeignRecord pastes a record from an earlier segment, byte for byte,
 // where the same index belongs in a later segment: only the sequence number
-// in its CRC tells them apart, and recovery must not take it.
+// in its CRC tells them apart, and recovery must not take it (it refuses:
+// no crash writes a whole record past the end).
 func TestForeignRecord(t *testing.T) {
 	logger, warnings := observed()
 	opts := Options{Dir: t.TempDir(), NoSync: true, SegmentSize: 64 << 10, Logger: logger}
@@ -292,15 +305,18 @@ func TestForeignRecord(t *testing.T) {
 	}
 	writeAt(t, path2, end2, foreign)
 
-	l = openLog(t, opts)
-	checkBounds(t, l, 1, 2)
-	checkMissing(t, l, 3)
-	if all := warnings.TakeAll(); len(all) != 1 || all[0].ContextMap()["reason"] != "crc mismatch" {
-		t.Fatalf("warnings %v, want one crc mismatch", all)
+	// No crash leaves a whole record where zeros were: it is refused.
+	_, err = Open(opts)
+	var ce *CorruptError
+	if !errors.As(err, &ce) || ce.Path != path2 || ce.Offset != end2 || ce.Index != 3 {
+		t.Fatalf("Open = %v, want a CorruptError at %s offset %d index 3", err, path2, end2)
+	}
+	if all := warnings.TakeAll(); len(all) != 0 {
+		t.Fatalf("warnings %v, want none", all)
 	}
 	// The control: the segment's own record for 3 is accepted.
 	writeAt(t, path2, end2, own)
-	l = reopen(t, l, opts)
+	l = openLog(t, opts)
 	checkBounds(t, l, 1, 3)
 }
 
@@ -493,32 +509,15 @@ func TestWriteErrorSticky(t *testing.T) {
 	checkEntries(t, l, 1, 6, 1)
 }
 
-// TestCorruptionNotTorn flips a payload byte of a record in the newest
-// segment: with MaxBatch good records or more after it, that is
-// corruption of synced records, and Open refuses naming the file and the
-// offset; with fewer it may be the torn last batch, and recovery drops it.
+// TestCorruptionNotTorn damages the newest segment in ways no crash
+// leaves in a preallocated segment: Open refuses, naming the file, the
+// offset and the index, even within the last MaxBatch records (where the
+// count of good records after the damage cannot tell).
 func TestCorruptionNotTorn(t *testing.T) {
 	const maxBatch = 4
-	tests := []struct {
-		flip     uint64 // the record damaged, of 1..20
-		refused  bool
-		lastKept uint64
-	}{
-		{flip: 5, refused: true},
-		{flip: 16, refused: true}, // exactly maxBatch good records after
-		{flip: 17, lastKept: 16},
-		{flip: 20, lastKept: 19},
-	}
-	for _, tc := range tests {
-		t.Run(fmt.Sprintf("record %d", tc.flip), func(t *testing.T) {
-			opts := Options{Dir: t.TempDir(), SegmentSize: 64 << 10, MaxBatch: maxBatch}
-			l := openLog(t, opts)
-			store(t, l, 1, 20, 1, 1)
-			lay := layoutOf(l)
-			if err := l.Close(); err != nil {
-				t.Fatal(err)
-			}
-			path, off, _ := recordAt(t, lay, tc.flip)
+	flip := func(idx uint64) func(t *testing.T, l layout) (int64, uint64) {
+		return func(t *testing.T, l layout) (int64, uint64) {
+			path, off, _ := recordAt(t, l, idx)
 			buf := make([]byte, 1)
 			f, err := os.Open(path)
 			if err != nil {
@@ -527,27 +526,101 @@ func TestCorruptionNotTorn(t *testing.T) {
 			_, _ = f.ReadAt(buf, off+recordHeaderSize+2)
 			f.Close()
 			writeAt(t, path, off+recordHeaderSize+2, []byte{buf[0] ^ 0x10})
-
-			l, err = Open(opts)
-			if !tc.refused {
-				if err != nil {
-					t.Fatalf("Open: %v, want the torn tail dropped", err)
-				}
-				defer l.Close()
-				checkBounds(t, l, 1, tc.lastKept)
-				return
+			return off, idx
+		}
+	}
+	tests := []struct {
+		name   string
+		damage func(t *testing.T, l layout) (off int64, index uint64)
+	}{
+		{"byte flipped, many good records after", flip(5)},
+		{"byte flipped, exactly MaxBatch good records after", flip(16)},
+		{"byte flipped, fewer than MaxBatch good records after", flip(17)},
+		{"byte flipped in the last record", flip(20)},
+		{"last record overwritten with garbage", func(t *testing.T, l layout) (int64, uint64) {
+			path, off, end := recordAt(t, l, 20)
+			writeAt(t, path, off+recordHeaderSize, bytes.Repeat([]byte{0xAA}, int(end-off-recordHeaderSize)))
+			return off, 20
+		}},
+		{"length runs past the file", func(t *testing.T, l layout) (int64, uint64) {
+			path, off, _ := recordAt(t, l, 18)
+			writeAt(t, path, off, binary.LittleEndian.AppendUint32(nil, 0xFFFFFF00))
+			return off, 18
+		}},
+		{"length flipped in the last record", func(t *testing.T, l layout) (int64, uint64) {
+			path, off, _ := recordAt(t, l, 20)
+			writeAt(t, path, off, []byte{0x11})
+			return off, 20
+		}},
+		{"file cut mid-record", func(t *testing.T, l layout) (int64, uint64) {
+			path, off, _ := recordAt(t, l, 20)
+			if err := os.Truncate(path, off+5); err != nil {
+				t.Fatal(err)
 			}
+			return off, 20
+		}},
+		{"file cut at a record boundary", func(t *testing.T, l layout) (int64, uint64) {
+			path, off, _ := recordAt(t, l, 19)
+			if err := os.Truncate(path, off); err != nil {
+				t.Fatal(err)
+			}
+			return off, 19
+		}},
+		{"record zeroed in a sector with data after it", func(t *testing.T, l layout) (int64, uint64) {
+			// The last record whose successor starts in its sector.
+			for i := uint64(19); i > 0; i-- {
+				path, off, end := recordAt(t, l, i)
+				if end+recordHeaderSize < sectorAfter(off) {
+					writeAt(t, path, off, make([]byte, end-off))
+					return off, i
+				}
+			}
+			t.Fatal("no record shares its sector with the next")
+			return 0, 0
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := Options{Dir: t.TempDir(), SegmentSize: 64 << 10, MaxBatch: maxBatch}
+			l := openLog(t, opts)
+			store(t, l, 1, 20, 1, 1)
+			lay := layoutOf(l)
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			path := lay[len(lay)-1].path
+			off, index := tc.damage(t, lay)
+			l, err := Open(opts)
 			if err == nil {
 				l.Close()
-				t.Fatal("Open accepted a log with a corrupt record followed by good ones")
+				t.Fatal("Open accepted a damaged log no crash leaves")
 			}
 			var ce *CorruptError
-			if !errors.As(err, &ce) || ce.Path != path || ce.Offset != off || ce.Index != tc.flip {
-				t.Fatalf("Open: %v, want a CorruptError at %s offset %d index %d", err, path, off, tc.flip)
+			if !errors.As(err, &ce) || ce.Path != path || ce.Offset != off || ce.Index != index {
+				t.Fatalf("Open: %v, want a CorruptError at %s offset %d index %d", err, path, off, index)
 			}
 			if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), fmt.Sprintf("offset %d", off)) {
 				t.Fatalf("error %q does not name the file and offset", err)
 			}
 		})
 	}
+}
+
+// TestTruncatedInZeros: a newest segment cut in the zeros after its last
+// record lost nothing; Open keeps every record.
+func TestTruncatedInZeros(t *testing.T) {
+	opts := Options{Dir: t.TempDir(), SegmentSize: 64 << 10}
+	l := openLog(t, opts)
+	store(t, l, 1, 20, 1, 1)
+	lay := layoutOf(l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path, _, end := recordAt(t, lay, 20)
+	if err := os.Truncate(path, end+100); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, opts)
+	checkBounds(t, l, 1, 20)
+	checkEntries(t, l, 1, 20, 1)
 }

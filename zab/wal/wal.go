@@ -67,8 +67,9 @@ type Options struct {
 	// holds (raft's MaxAppendEntries). Recovery then tells a torn write
 	// from corruption: a record failing its CRC in the newest segment
 	// followed by MaxBatch or more good records cannot be the torn last
-	// batch, and Open fails with a *CorruptError. Zero: every bad record
-	// in the newest segment is taken for a torn write.
+	// batch, and Open fails with a *CorruptError. Zero: only the sector
+	// rules of the package documentation tell a torn write from
+	// corruption.
 	MaxBatch int
 	// OnSyncError, when set, is called when an fsync or fdatasync of a
 	// segment file fails, with the file and the error, before the error is
@@ -332,10 +333,19 @@ func (l *Log) recover() error {
 	if hasSpare {
 		path := filepath.Join(l.dir, spareName)
 		if f, err := os.OpenFile(path, os.O_RDWR, 0); err == nil {
+			// A spare must be all zeros: records are written into it and
+			// recovery reads any non-zero byte after them as damage. One
+			// changed at rest is remade (it holds nothing).
 			if fi, err := f.Stat(); err == nil && fi.Size() == l.segmentSize {
-				l.spare.f = f
-				l.spareBytes.Store(fi.Size())
-			} else {
+				if zero, err := allZero(f, 0, fi.Size()); err == nil && zero {
+					l.spare.f = f
+					l.spareBytes.Store(fi.Size())
+				} else {
+					l.log.Warn("the spare segment is not all zeros (changed on disk): removed, a new one is made",
+						zap.String("path", path))
+				}
+			}
+			if l.spare.f == nil {
 				_ = f.Close()
 			}
 		}
@@ -391,35 +401,101 @@ func openSegment(path string, seq uint64) (seg *segment, err error) {
 // if it is not all zeros: a torn write from a crash during the last batch,
 // which raft never saw acknowledged. Zeroing it keeps its records from
 // validating again once shorter records are written before them.
+//
+// It refuses (a *CorruptError) what no torn write produces. A segment is
+// preallocated with zeros and a batch is one pwrite into it, so a crash
+// before its fdatasync leaves each sector the batch covers either written
+// or still zero: a torn record has a sector that is zero from the record
+// on, its length can only have lost bits (it still fits the file), and
+// nothing follows the torn batch but zeros. See tornAt and the package
+// documentation.
 func (l *Log) repairTail(seg *segment, res scanResult) error {
+	index := seg.base + uint64(len(res.offsets))
+	corrupt := func(reason string) error {
+		return &CorruptError{Path: seg.path, Offset: res.end, Index: index, Reason: reason}
+	}
 	reason := res.stop.String()
-	if res.stop == stopEnd {
+	switch res.stop {
+	case stopEnd:
+		if res.end == seg.size && seg.size < l.segmentSize {
+			return corrupt(fmt.Sprintf("the file ends there, at %d bytes, short of the %d bytes every segment is preallocated with: it was truncated, and records after it may be lost",
+				seg.size, l.segmentSize))
+		}
 		clean, err := allZero(seg.f, res.end, seg.size)
 		if err != nil || clean {
 			return err
 		}
 		reason = "bytes after the end"
-	}
-	if res.stop == stopCRC && l.maxBatch > 0 {
-		// A torn write spoils at most the last batch. Good records after
-		// the bad one beyond a batch's worth mean the bad record was
-		// synced and acknowledged, and then changed on disk.
-		n, err := goodAfter(seg, res, l.maxBatch)
+		torn, err := tornAt(seg, res.end, res.end+4)
 		if err != nil {
 			return err
 		}
-		if n >= l.maxBatch {
-			return &CorruptError{Path: seg.path, Offset: res.end, Index: seg.base + uint64(len(res.offsets)),
-				Reason: fmt.Sprintf("crc mismatch, followed by %d or more good records: corruption, not a torn write", n)}
+		if !torn {
+			return corrupt("zero length in a sector that holds data after it, which a crash does not leave: corruption, not a torn write")
+		}
+	case stopTruncated:
+		return corrupt("its length runs past the end of the file, which a crash cannot leave in a preallocated segment: corruption or a truncated file, not a torn write")
+	case stopCRC:
+		if l.maxBatch > 0 {
+			// A torn write spoils at most the last batch. Good records
+			// after the bad one beyond a batch's worth mean the bad record
+			// was synced and acknowledged, and then changed on disk.
+			n, err := goodAfter(seg, res, l.maxBatch)
+			if err != nil {
+				return err
+			}
+			if n >= l.maxBatch {
+				return corrupt(fmt.Sprintf("crc mismatch, followed by %d or more good records: corruption, not a torn write", n))
+			}
+		}
+		var hdr [recordHeaderSize]byte
+		if _, err := seg.f.ReadAt(hdr[:], res.end); err != nil {
+			return fmt.Errorf("wal: read %s at offset %d: %w", seg.path, res.end, err)
+		}
+		torn, err := tornAt(seg, res.end, res.end+recordHeaderSize+int64(binary.LittleEndian.Uint32(hdr[0:4])))
+		if err != nil {
+			return err
+		}
+		if !torn {
+			return corrupt("crc mismatch in a record whose every sector was written, which a crash does not leave: corruption, not a torn write")
 		}
 	}
 	l.log.Warn("dropping a torn write at the end of the log",
 		zap.String("path", seg.path), zap.Int64("offset", res.end),
-		zap.Uint64("index", seg.base+uint64(len(res.offsets))), zap.String("reason", reason))
+		zap.Uint64("index", index), zap.String("reason", reason))
 	if err := writeZeros(seg.f, res.end, seg.size); err != nil {
 		return err
 	}
 	return l.syncFile(seg.f, seg.path)
+}
+
+// sectorSize is the unit in which a disk writes: a write cut short by a
+// power loss leaves each 512-byte sector it covers either written or as it
+// was (the page cache writes back whole pages, made of whole sectors).
+const sectorSize = 512
+
+// tornAt reports whether the bytes of seg in [from, to) can be the start
+// of a write cut short by a crash: some sector overlapping them holds only
+// zeros from from on (to its end), as it was preallocated, so the write
+// may not have reached it. A record without such a sector was written
+// whole, and a crc mismatch in it is corruption.
+func tornAt(seg *segment, from, to int64) (bool, error) {
+	to = min(to, seg.size)
+	end := min((to+sectorSize-1)/sectorSize*sectorSize, seg.size)
+	if to <= from {
+		return false, nil
+	}
+	buf := make([]byte, end-from)
+	if _, err := seg.f.ReadAt(buf, from); err != nil {
+		return false, fmt.Errorf("wal: read %s at offset %d: %w", seg.path, from, err)
+	}
+	for s := from; s < to; s = (s/sectorSize + 1) * sectorSize {
+		e := min((s/sectorSize+1)*sectorSize, end)
+		if isZero(buf[s-from : e-from]) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // formatError reports a bad segment header or segment layout; it matches
