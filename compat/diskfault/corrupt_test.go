@@ -57,7 +57,7 @@ func TestIntegration_CorruptWAL(t *testing.T) {
 	if err := os.WriteFile(seg, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	startFails(t, s, 65, "CORRUPT DATA in dataDir", seg, "record at offset ", "move "+s.DataDir+" aside")
+	startFails(t, s, 65, "CORRUPT DATA in dataDir", seg, "record at offset ", "zkd rebuild "+s.CfgPath)
 	// Repaired, every acknowledged write is there.
 	b[at] = orig
 	if err := os.WriteFile(seg, b, 0o644); err != nil {

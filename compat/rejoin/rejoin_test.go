@@ -1,0 +1,263 @@
+package rejoin
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+// tickTime keeps elections short: raft's election timeout is
+// syncLimit (5) × tickTime / 5, 200 ms.
+const tickTime = 200
+
+// writer creates /r-N nodes one by one, remembering those acknowledged.
+type writer struct {
+	c     *zk.Conn
+	mu    sync.Mutex
+	n     int
+	acked []string
+}
+
+// write creates the next node; an acknowledged one is remembered.
+func (w *writer) write() error {
+	w.mu.Lock()
+	p := fmt.Sprintf("/r-%06d", w.n)
+	w.n++
+	w.mu.Unlock()
+	_, err := w.c.Create(p, []byte(p), 0, zk.WorldACL(zk.PermAll))
+	if err == nil {
+		w.mu.Lock()
+		w.acked = append(w.acked, p)
+		w.mu.Unlock()
+	}
+	return err
+}
+
+// writeN makes n acknowledged writes, retrying through a leader change
+// for up to 30s.
+func (w *writer) writeN(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for done := 0; done < n; {
+		if err := w.write(); err != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("write: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		done++
+	}
+}
+
+// count is how many writes were acknowledged.
+func (w *writer) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
+// checkAcked fails the test unless every acknowledged node is readable
+// through c (after a sync) with its data.
+func (w *writer) checkAcked(t *testing.T, c *zk.Conn) {
+	t.Helper()
+	if _, err := c.Sync("/"); err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	acked := append([]string(nil), w.acked...)
+	w.mu.Unlock()
+	lost := 0
+	for _, p := range acked {
+		data, _, err := c.Get(p)
+		if err != nil || string(data) != p {
+			lost++
+			if lost <= 5 {
+				t.Errorf("acknowledged %s: got %q, %v", p, data, err)
+			}
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d of %d acknowledged writes lost", lost, len(acked))
+	}
+	t.Logf("all %d acknowledged writes present", len(acked))
+}
+
+// logLine is the first line of s's log containing sub.
+func logLine(s *zkproc.Server, sub string) string {
+	for _, l := range strings.Split(s.Log(), "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
+
+// zkdDir is the folder of a member's data directory holding zkd's data.
+func zkdDir(s *zkproc.Server) string { return filepath.Join(s.DataDir, "zkd") }
+
+// copyTree copies directory src to dst (which must not exist).
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp -a %s %s: %v: %s", src, dst, err, out)
+	}
+}
+
+// noLeaderFor fails the test if any of servers says it leads within d.
+func noLeaderFor(t *testing.T, d time.Duration, servers ...*zkproc.Server) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		for _, s := range servers {
+			if s.Mode() == "leader" {
+				t.Fatalf("%s leads without the member that holds the newest acknowledged writes:\n%s", s.Addr, s.Log())
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestIntegration_RestoredBackupRejoin: member B's data directory is
+// copied while it is stopped; B runs again, then C stops and writes are
+// acknowledged by the leader A and B alone. B is stopped, its old copy
+// restored, A killed, and B and C started: B+C are a majority, and
+// before the incarnation check they elected a leader without the writes
+// C never saw and B forgot (losing them). Now B logs DATA WENT BACK and
+// does not vote, so no leader is elected until A is back; then B catches
+// up and votes again, and every acknowledged write is there, even after
+// A is stopped again and B and C elect a leader between them.
+func TestIntegration_RestoredBackupRejoin(t *testing.T) {
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: tickTime})
+	ai := zkproc.LeaderOf(t, servers, 20*time.Second)
+	a, b, c := servers[ai], servers[(ai+1)%3], servers[(ai+2)%3]
+	w := &writer{c: zkproc.Connect(t, a.Addr)}
+	w.writeN(t, 20)
+
+	b.Stop()
+	backup := filepath.Join(t.TempDir(), "backup")
+	copyTree(t, zkdDir(b), backup)
+	b.Restart(t)
+	// B's new start is known to A and C before C stops.
+	b.AwaitLogCount(t, "every member knows this start", 2, 20*time.Second)
+
+	c.Stop()
+	before := w.count()
+	w.writeN(t, 20) // on A and B only
+	t.Logf("%d writes acknowledged by A and B while C was down", w.count()-before)
+
+	b.Stop()
+	if err := os.RemoveAll(zkdDir(b)); err != nil {
+		t.Fatal(err)
+	}
+	copyTree(t, backup, zkdDir(b))
+	a.Kill()
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b.AwaitLog(t, "DATA WENT BACK", 20*time.Second)
+	t.Logf("B: %s", logLine(b, "DATA WENT BACK"))
+	// B and C would be a majority: with B fenced they elect nobody. Ten
+	// election timeouts.
+	noLeaderFor(t, 10*5*tickTime*time.Millisecond/5, b, c)
+
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b.AwaitLog(t, "this member votes again", 30*time.Second)
+	w.checkAcked(t, zkproc.Connect(t, b.Addr))
+
+	// B votes again: without A, B and C elect a leader, which has every
+	// acknowledged write.
+	a.Stop()
+	zkproc.LeaderOf(t, []*zkproc.Server{b, c}, 20*time.Second)
+	w.checkAcked(t, zkproc.Connect(t, b.Addr, c.Addr))
+}
+
+// TestIntegration_RebuildMemberFromPeers: while a client writes, follower
+// B is stopped and rebuilt with `zkd rebuild zoo.cfg` (its data moved
+// aside, kept), then started: it copies the leader's state, logs that it
+// votes again, and once the leader is stopped B and C elect a leader that
+// holds every acknowledged write.
+func TestIntegration_RebuildMemberFromPeers(t *testing.T) {
+	bin := zkproc.BuildZkd(t)
+	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{Binary: bin, TickTime: tickTime})
+	ai := zkproc.LeaderOf(t, servers, 20*time.Second)
+	a, b, c := servers[ai], servers[(ai+1)%3], servers[(ai+2)%3]
+	w := &writer{c: zkproc.Connect(t, a.Addr, c.Addr)}
+	w.writeN(t, 50)
+
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if w.write() != nil {
+				time.Sleep(10 * time.Millisecond)
+			}
+		}
+	}()
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop)
+		}
+		<-done
+	}()
+
+	b.Stop()
+	old := zkdDir(b)
+	out, err := exec.Command(bin, "rebuild", b.CfgPath).CombinedOutput()
+	if err != nil {
+		t.Fatalf("zkd rebuild %s: %v\n%s", b.CfgPath, err, out)
+	}
+	t.Logf("zkd rebuild: %s", out)
+	moved, _ := filepath.Glob(old + ".before-rebuild-*")
+	if len(moved) != 1 || !strings.Contains(string(out), moved[0]) {
+		t.Fatalf("old data not kept where zkd rebuild says (%v):\n%s", moved, out)
+	}
+	if entries, err := os.ReadDir(filepath.Join(moved[0], "wal")); err != nil || len(entries) == 0 {
+		t.Fatalf("moved data has no raft log: %v %v", entries, err)
+	}
+	if _, err := os.Stat(filepath.Join(old, "REBUILD")); err != nil {
+		t.Fatalf("no rebuild marker: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(b.DataDir, "myid")); err != nil {
+		t.Fatalf("myid not kept: %v", err)
+	}
+
+	during := w.count()
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	b.AwaitLog(t, "this member votes again", 30*time.Second)
+	if _, err := os.Stat(filepath.Join(old, "REBUILD")); !os.IsNotExist(err) {
+		t.Fatalf("rebuild marker still there after catching up: %v", err)
+	}
+	close(stop)
+	<-done
+	t.Logf("%d writes acknowledged while B was rebuilt, %d in all", w.count()-during, w.count())
+
+	// B votes again: without the leader, B and C elect one, which holds
+	// every acknowledged write.
+	a.Stop()
+	zkproc.LeaderOf(t, []*zkproc.Server{b, c}, 20*time.Second)
+	w.checkAcked(t, zkproc.Connect(t, b.Addr, c.Addr))
+}

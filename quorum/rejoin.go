@@ -1,0 +1,346 @@
+// A member whose data went back — restored from an old backup, emptied by
+// hand, or rebuilt by `zkd rebuild` — must not vote until it has caught
+// up: raft's safety assumes a voter never forgets a term, a vote or an
+// entry it acknowledged (docs/disk-faults.md, "A member restored from an
+// old backup" and "Rebuilding a member from its peers").
+//
+// Each start of a member is an incarnation, a counter kept in its own
+// stable store and raised (synced) before anything else. The member
+// announces it on every peer's election port (msgIncarnation); each peer
+// keeps the highest incarnation it has seen of each member and answers
+// with the one it had. A peer that has already seen this incarnation, or
+// a later one, has seen a start this data directory does not remember:
+// the directory went back. Until the member knows it did not (a majority
+// of the voters, itself included, answered and none had seen it), and
+// for good when it did, its vote fence keeps it out of elections: it
+// grants no vote or pre-vote, asks for none and refuses leadership
+// transfers. A fenced member still takes appends and snapshots (an ack
+// is only given for what it has written) and lifts the fence once a sync
+// with the leader (a barrier: every committed entry) has applied here.
+
+package quorum
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+	"go.uber.org/zap"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// Message kinds of the incarnation check on the election port (see
+// forward.go for the others).
+const (
+	// msgIncarnation (member → any member): the sender's myid and the
+	// incarnation it starts as.
+	msgIncarnation byte = 8
+	// msgIncarnationSeen (answer): the highest incarnation of that member
+	// the answering member had seen before (0 for none).
+	msgIncarnationSeen byte = 9
+)
+
+// errVoteFenced is what a fenced member's transport answers a leadership
+// transfer with.
+var errVoteFenced = errors.New("quorum: this member does not vote until it has caught up with the leader (its data went back or is being rebuilt)")
+
+// voteFence wraps raft's network transport: while fenced, the member's
+// raft neither grants nor asks for votes and pre-votes, and refuses
+// TimeoutNow, so it can be part of no majority that elects a leader.
+// Appends, heartbeats and snapshot installs pass.
+type voteFence struct {
+	*raft.NetworkTransport
+	fenced  atomic.Bool
+	rpcs    chan raft.RPC
+	stop    chan struct{}
+	stopped sync.Once
+	// refused counts the vote requests refused while fenced.
+	refused atomic.Int64
+}
+
+// newVoteFence returns the transport fenced; lift opens it.
+func newVoteFence(t *raft.NetworkTransport) *voteFence {
+	f := &voteFence{NetworkTransport: t, rpcs: make(chan raft.RPC), stop: make(chan struct{})}
+	f.fenced.Store(true)
+	go f.filter()
+	return f
+}
+
+// Consumer implements raft.Transport: the RPCs that pass the fence.
+func (f *voteFence) Consumer() <-chan raft.RPC { return f.rpcs }
+
+func (f *voteFence) filter() {
+	in := f.NetworkTransport.Consumer()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case rpc := <-in:
+			if f.fenced.Load() {
+				switch c := rpc.Command.(type) {
+				case *raft.RequestVoteRequest:
+					f.refused.Add(1)
+					rpc.Respond(&raft.RequestVoteResponse{RPCHeader: c.RPCHeader, Term: c.Term}, nil)
+					continue
+				case *raft.RequestPreVoteRequest:
+					f.refused.Add(1)
+					rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: c.RPCHeader, Term: c.Term}, nil)
+					continue
+				case *raft.TimeoutNowRequest:
+					rpc.Respond(nil, errVoteFenced)
+					continue
+				}
+			}
+			select {
+			case f.rpcs <- rpc:
+			case <-f.stop:
+				return
+			}
+		}
+	}
+}
+
+// RequestVote implements raft.Transport: refused at home while fenced.
+func (f *voteFence) RequestVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestVoteRequest, resp *raft.RequestVoteResponse) error {
+	if f.fenced.Load() {
+		*resp = raft.RequestVoteResponse{Term: args.Term}
+		return nil
+	}
+	return f.NetworkTransport.RequestVote(id, target, args, resp)
+}
+
+// RequestPreVote implements raft.WithPreVote: refused at home while
+// fenced.
+func (f *voteFence) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+	if f.fenced.Load() {
+		*resp = raft.RequestPreVoteResponse{Term: args.Term}
+		return nil
+	}
+	return f.NetworkTransport.RequestPreVote(id, target, args, resp)
+}
+
+// Close implements raft.WithClose.
+func (f *voteFence) Close() error {
+	f.stopped.Do(func() { close(f.stop) })
+	return f.NetworkTransport.Close()
+}
+
+// incarnationKey is the stable-store counter of member id's highest
+// incarnation seen; ownIncarnation is this member's own.
+func incarnationKey(id int64) string { return fmt.Sprintf("incarnation/%d", id) }
+
+const ownIncarnation = "incarnation"
+
+// catchUpPending is 1 while a member whose data went back has not yet
+// caught up: a restart in between keeps it out of elections even though
+// its raised incarnation is then news to every peer.
+const catchUpPending = "catch-up-pending"
+
+// noteIncarnation records that member id starts as incarnation inc and
+// returns the highest incarnation of it seen before.
+func (m *Member) noteIncarnation(id int64, inc uint64) (uint64, error) {
+	m.incMu.Lock()
+	defer m.incMu.Unlock()
+	prev, err := m.node.MemberCounter(incarnationKey(id))
+	if err != nil {
+		return 0, err
+	}
+	if inc > prev {
+		if err := m.node.SetMemberCounter(incarnationKey(id), inc); err != nil {
+			return 0, err
+		}
+	}
+	return prev, nil
+}
+
+// askIncarnation announces incarnation inc on peer p's election port and
+// returns the highest incarnation of this member p had seen before.
+func (m *Member) askIncarnation(p Peer, inc uint64) (uint64, error) {
+	c, err := m.dialMember(p.ElectionAddr(), "election", m.timing.HeartbeatTimeout*5)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(m.timing.TransportTimeout))
+	w := bufio.NewWriter(c)
+	hello := jute.NewEncoder(nil)
+	hello.WriteLong(m.cfg.MyID)
+	body := jute.NewEncoder(nil)
+	body.WriteLong(m.cfg.MyID)
+	body.WriteLong(int64(inc))
+	if err := writeMsg(w, msgHello, hello.Bytes()); err != nil {
+		return 0, err
+	}
+	if err := writeMsg(w, msgIncarnation, body.Bytes()); err != nil {
+		return 0, err
+	}
+	if err := w.Flush(); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(c)
+	for {
+		kind, b, err := readMsg(r)
+		if err != nil {
+			return 0, fmt.Errorf("quorum: incarnation check with member %d (%s): %w", p.ID, p.ElectionAddr(), err)
+		}
+		if kind != msgIncarnationSeen {
+			continue
+		}
+		d := jute.NewDecoder(b)
+		prev := uint64(d.ReadLong())
+		if err := d.Err(); err != nil {
+			return 0, fmt.Errorf("quorum: incarnation answer of member %d: %w", p.ID, err)
+		}
+		return prev, nil
+	}
+}
+
+// rejoin runs from the start of a member of an ensemble with a vote fence:
+// it raises this member's incarnation, announces it to every peer, and
+// lifts the fence once a majority confirmed that the data directory did
+// not go back, or, when it did (or `zkd rebuild` emptied it), once the
+// member has caught up with the leader.
+func (m *Member) rejoin(fence *voteFence) {
+	defer m.wg.Done()
+	self, _ := m.cfg.Self()
+	if self.Observer {
+		fence.fenced.Store(false) // an observer never votes
+		return
+	}
+	own, err := m.node.MemberCounter(ownIncarnation)
+	if err == nil {
+		err = m.node.SetMemberCounter(ownIncarnation, own+1)
+	}
+	if err != nil {
+		m.log.Error("incarnation not recorded: this member will not vote until it has caught up with the leader", zap.Error(err))
+		m.catchUp(fence, "its incarnation could not be recorded")
+		return
+	}
+	inc := own + 1
+	rebuilding := m.node.Rebuilding()
+	var catchingUp sync.Once
+	startCatchUp := func(why string) {
+		catchingUp.Do(func() {
+			fence.fenced.Store(true)
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				m.catchUp(fence, why)
+			}()
+		})
+	}
+	if rebuilding {
+		startCatchUp("zkd rebuild emptied its data directory")
+	}
+	if pending, _ := m.node.MemberCounter(catchUpPending); pending != 0 {
+		m.log.Warn("this member's data went back before its last start and it has not caught up since: it does not vote until it has caught up with the leader")
+		startCatchUp("its data directory went back")
+	}
+	var others []Peer
+	for _, p := range m.cfg.Peers {
+		if p.ID != m.cfg.MyID {
+			others = append(others, p)
+		}
+	}
+	need := len(voters(m.cfg.Peers)) / 2 // voters besides this one for a majority
+	answered, votersAnswered := map[int64]bool{}, 0
+	wentBack := false
+	for wait := 50 * time.Millisecond; len(answered) < len(others); wait = min(2*wait, 2*time.Second) {
+		for _, p := range others {
+			if answered[p.ID] {
+				continue
+			}
+			prev, err := m.askIncarnation(p, inc)
+			if err != nil {
+				m.log.Debug("incarnation check: member not answering yet", zap.Int64("peer", p.ID), zap.Error(err))
+				continue
+			}
+			answered[p.ID] = true
+			if !p.Observer {
+				votersAnswered++
+			}
+			if prev < inc {
+				continue
+			}
+			if rebuilding {
+				// Emptied on purpose: its starts begin again at 1.
+				if err := m.node.SetMemberCounter(ownIncarnation, max(prev, inc)); err != nil {
+					m.log.Warn("incarnation not raised past the one seen", zap.Error(err))
+				}
+				continue
+			}
+			wentBack = true
+			if err := m.node.SetMemberCounter(catchUpPending, 1); err != nil {
+				m.log.Warn("catch-up not recorded: a restart before it is done would vote", zap.Error(err))
+			}
+			if err := m.node.SetMemberCounter(ownIncarnation, max(prev, inc)); err != nil {
+				m.log.Warn("incarnation not raised past the one seen", zap.Error(err))
+			}
+			m.log.Error(fmt.Sprintf("DATA WENT BACK in %s: member %d has seen this member (myid %d) start %d times, and this data directory knows of only %d starts, this one included: "+
+				"it was restored from an old backup, or lost its newest files, so this member may have forgotten writes and votes it acknowledged. "+
+				"It neither votes nor stands for election until it has caught up with the ensemble's leader; nothing to do while the other members are healthy. "+
+				"If no leader appears, start the other members with their own data (never restored or moved aside)",
+				m.dataDir, p.ID, m.cfg.MyID, prev, inc), zap.Int64("peer", p.ID), zap.Uint64("seen", prev), zap.Uint64("incarnation", inc))
+			startCatchUp("its data directory went back")
+		}
+		if !wentBack && !rebuilding && votersAnswered >= need && fence.fenced.Load() {
+			fence.fenced.Store(false)
+			m.log.Info("incarnation check: this member's data did not go back; it votes",
+				zap.Uint64("incarnation", inc), zap.Int("membersAnswered", len(answered)))
+		}
+		if len(answered) == len(others) {
+			m.log.Info("incarnation check: every member knows this start", zap.Uint64("incarnation", inc))
+			break
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// catchUp keeps the member fenced until a sync with the leader (whose
+// barrier covers every committed entry) has applied here, then lifts the
+// fence and, after a rebuild, removes the rebuild marker.
+func (m *Member) catchUp(fence *voteFence, why string) {
+	self := raft.ServerID(fmt.Sprint(m.cfg.MyID))
+	for {
+		select {
+		case <-m.stop:
+			return
+		default:
+		}
+		if l := m.node.Leader(); l != "" && l != self {
+			ctx, cancel := context.WithTimeout(context.Background(), m.timing.TransportTimeout*4)
+			err := m.Sync(ctx)
+			cancel()
+			if err == nil {
+				if m.node.Rebuilding() {
+					if err := m.node.ClearRebuild(); err != nil {
+						m.log.Warn("rebuild marker not removed; the next start waits for the leader again", zap.Error(err))
+					}
+				}
+				if err := m.node.SetMemberCounter(catchUpPending, 0); err != nil {
+					m.log.Warn("catch-up not recorded as done; the next start waits for the leader again", zap.Error(err))
+				}
+				fence.fenced.Store(false)
+				m.log.Info(fmt.Sprintf("caught up with the leader (member %s) after %s: this member votes again", l, why),
+					zap.Uint64("appliedIndex", m.node.AppliedIndex()), zap.Int64("votesRefused", fence.refused.Load()))
+				return
+			}
+			m.log.Debug("catching up with the leader", zap.Error(err))
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
