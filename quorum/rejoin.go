@@ -155,6 +155,7 @@ func (m *Member) noteIncarnation(id int64, inc uint64) (uint64, error) {
 		if err := m.node.SetMemberCounter(incarnationKey(id), inc); err != nil {
 			return 0, err
 		}
+		m.log.Debug(fmt.Sprintf("member %d raised its incarnation to %d", id, inc))
 	}
 	return prev, nil
 }
@@ -168,15 +169,12 @@ func (m *Member) askIncarnation(p Peer, inc uint64) (uint64, error) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(m.timing.TransportTimeout))
+	// No msgHello: the announcement must not count as being in touch
+	// with a leader (LeaderStats, reconfig's quorum test).
 	w := bufio.NewWriter(c)
-	hello := jute.NewEncoder(nil)
-	hello.WriteLong(m.cfg.MyID)
 	body := jute.NewEncoder(nil)
 	body.WriteLong(m.cfg.MyID)
 	body.WriteLong(int64(inc))
-	if err := writeMsg(w, msgHello, hello.Bytes()); err != nil {
-		return 0, err
-	}
 	if err := writeMsg(w, msgIncarnation, body.Bytes()); err != nil {
 		return 0, err
 	}
@@ -201,11 +199,18 @@ func (m *Member) askIncarnation(p Peer, inc uint64) (uint64, error) {
 	}
 }
 
+// raiseEvery is how often a running member raises its incarnation and
+// announces it again, so that a copy of its data directory taken while it
+// runs (a hot backup) is also recognised once restored: the copy's count
+// is behind what the peers saw after it.
+const raiseEvery = time.Second
+
 // rejoin runs from the start of a member of an ensemble with a vote fence:
 // it raises this member's incarnation, announces it to every peer, and
 // lifts the fence once a majority confirmed that the data directory did
 // not go back, or, when it did (or `zkd rebuild` emptied it), once the
-// member has caught up with the leader.
+// member has caught up with the leader. Then it raises and announces the
+// incarnation every raiseEvery.
 func (m *Member) rejoin(fence *voteFence) {
 	defer m.wg.Done()
 	self, _ := m.cfg.Self()
@@ -249,44 +254,60 @@ func (m *Member) rejoin(fence *voteFence) {
 		}
 	}
 	need := len(voters(m.cfg.Peers)) / 2 // voters besides this one for a majority
+	type answer struct {
+		peer Peer
+		prev uint64
+		err  error
+	}
 	answered, votersAnswered := map[int64]bool{}, 0
-	wentBack := false
-	for wait := 50 * time.Millisecond; len(answered) < len(others); wait = min(2*wait, 2*time.Second) {
+	wentBack, everyone := false, false
+	raised := time.Now()
+	wait := 50 * time.Millisecond
+	for {
+		ch := make(chan answer, len(others))
+		asked := 0
 		for _, p := range others {
-			if answered[p.ID] {
+			if !answered[p.ID] {
+				asked++
+				go func() {
+					prev, err := m.askIncarnation(p, inc)
+					ch <- answer{p, prev, err}
+				}()
+			}
+		}
+		for range asked {
+			var a answer
+			select {
+			case a = <-ch:
+			case <-m.stop:
+				return
+			}
+			if a.err != nil {
+				m.log.Debug("incarnation check: member not answering", zap.Int64("peer", a.peer.ID), zap.Error(a.err))
 				continue
 			}
-			prev, err := m.askIncarnation(p, inc)
-			if err != nil {
-				m.log.Debug("incarnation check: member not answering yet", zap.Int64("peer", p.ID), zap.Error(err))
-				continue
-			}
-			answered[p.ID] = true
-			if !p.Observer {
+			answered[a.peer.ID] = true
+			if !a.peer.Observer {
 				votersAnswered++
 			}
-			if prev < inc {
+			if a.prev < inc {
 				continue
 			}
-			if rebuilding {
-				// Emptied on purpose: its starts begin again at 1.
-				if err := m.node.SetMemberCounter(ownIncarnation, max(prev, inc)); err != nil {
-					m.log.Warn("incarnation not raised past the one seen", zap.Error(err))
-				}
-				continue
+			if err := m.node.SetMemberCounter(ownIncarnation, max(a.prev, inc)); err != nil {
+				m.log.Warn("incarnation not raised past the one seen", zap.Error(err))
+			}
+			if rebuilding || wentBack {
+				continue // emptied on purpose: its count begins again at 1
 			}
 			wentBack = true
 			if err := m.node.SetMemberCounter(catchUpPending, 1); err != nil {
 				m.log.Warn("catch-up not recorded: a restart before it is done would vote", zap.Error(err))
 			}
-			if err := m.node.SetMemberCounter(ownIncarnation, max(prev, inc)); err != nil {
-				m.log.Warn("incarnation not raised past the one seen", zap.Error(err))
-			}
-			m.log.Error(fmt.Sprintf("DATA WENT BACK in %s: member %d has seen this member (myid %d) start %d times, and this data directory knows of only %d starts, this one included: "+
-				"it was restored from an old backup, or lost its newest files, so this member may have forgotten writes and votes it acknowledged. "+
+			m.log.Error(fmt.Sprintf("DATA WENT BACK in %s: this member (myid %d) starts as incarnation %d, which member %d has already seen (it saw up to %d; zkd raises it at each start and every second while running): "+
+				"this data directory is older than the member's last run (restored from an old backup, or it lost its newest files), so this member may have forgotten writes and votes it acknowledged. "+
 				"It neither votes nor stands for election until it has caught up with the ensemble's leader; nothing to do while the other members are healthy. "+
 				"If no leader appears, start the other members with their own data (never restored or moved aside)",
-				m.dataDir, p.ID, m.cfg.MyID, prev, inc), zap.Int64("peer", p.ID), zap.Uint64("seen", prev), zap.Uint64("incarnation", inc))
+				m.dataDir, m.cfg.MyID, inc, a.peer.ID, a.prev), zap.Int64("peer", a.peer.ID), zap.Uint64("seen", a.prev), zap.Uint64("incarnation", inc))
 			startCatchUp("its data directory went back")
 		}
 		if !wentBack && !rebuilding && votersAnswered >= need && fence.fenced.Load() {
@@ -294,14 +315,29 @@ func (m *Member) rejoin(fence *voteFence) {
 			m.log.Info("incarnation check: this member's data did not go back; it votes",
 				zap.Uint64("incarnation", inc), zap.Int("membersAnswered", len(answered)))
 		}
-		if len(answered) == len(others) {
+		if len(answered) == len(others) && !everyone {
+			everyone = true
 			m.log.Info("incarnation check: every member knows this start", zap.Uint64("incarnation", inc))
-			break
+		}
+		if time.Since(raised) >= raiseEvery && !fence.fenced.Load() {
+			// Raised before it is announced, so a start after a crash
+			// never repeats a count a peer has seen.
+			if err := m.node.SetMemberCounter(ownIncarnation, inc+1); err != nil {
+				m.log.Warn("incarnation not raised", zap.Error(err))
+			} else {
+				inc++
+				clear(answered)
+				raised = time.Now()
+			}
+		}
+		next := raiseEvery
+		if len(answered) < len(others) {
+			next, wait = wait, min(2*wait, raiseEvery)
 		}
 		select {
 		case <-m.stop:
 			return
-		case <-time.After(wait):
+		case <-time.After(next):
 		}
 	}
 }

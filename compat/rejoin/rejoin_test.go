@@ -127,8 +127,9 @@ func noLeaderFor(t *testing.T, d time.Duration, servers ...*zkproc.Server) {
 	}
 }
 
-// TestIntegration_RestoredBackupRejoin: member B's data directory is
-// copied while it is stopped; B runs again, then C stops and writes are
+// TestIntegration_RestoredBackupRejoin: a copy of member B's data
+// directory is taken, cold (B stopped, then started again) or hot (B
+// paused, as a crash image); B runs on, then C stops and writes are
 // acknowledged by the leader A and B alone. B is stopped, its old copy
 // restored, A killed, and B and C started: B+C are a majority, and
 // before the incarnation check they elected a leader without the writes
@@ -137,53 +138,81 @@ func noLeaderFor(t *testing.T, d time.Duration, servers ...*zkproc.Server) {
 // up and votes again, and every acknowledged write is there, even after
 // A is stopped again and B and C elect a leader between them.
 func TestIntegration_RestoredBackupRejoin(t *testing.T) {
-	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: tickTime})
-	ai := zkproc.LeaderOf(t, servers, 20*time.Second)
-	a, b, c := servers[ai], servers[(ai+1)%3], servers[(ai+2)%3]
-	w := &writer{c: zkproc.Connect(t, a.Addr)}
-	w.writeN(t, 20)
+	for _, tc := range []struct {
+		name string
+		// backup copies b's zkd data to dst and returns once c knows
+		// that b ran on after the copy.
+		backup func(t *testing.T, b, c *zkproc.Server, bID int, dst string)
+	}{
+		{"cold", func(t *testing.T, b, c *zkproc.Server, bID int, dst string) {
+			b.Stop()
+			copyTree(t, zkdDir(b), dst)
+			b.Restart(t)
+			b.AwaitLogCount(t, "every member knows this start", 2, 20*time.Second)
+		}},
+		{"hot", func(t *testing.T, b, c *zkproc.Server, bID int, dst string) {
+			b.Pause()
+			copyTree(t, zkdDir(b), dst)
+			b.Resume()
+			from := len(c.Log())
+			want := fmt.Sprintf("member %d raised its incarnation", bID)
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(c.Log()[from:], want) {
+				if time.Now().After(deadline) {
+					t.Fatalf("C never logged %q after the copy", want)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{TickTime: tickTime,
+				ExtraCfg: map[string]string{"zkd.log.level": "debug"}})
+			ai := zkproc.LeaderOf(t, servers, 20*time.Second)
+			bi := (ai + 1) % 3
+			a, b, c := servers[ai], servers[bi], servers[(ai+2)%3]
+			w := &writer{c: zkproc.Connect(t, a.Addr)}
+			w.writeN(t, 20)
 
-	b.Stop()
-	backup := filepath.Join(t.TempDir(), "backup")
-	copyTree(t, zkdDir(b), backup)
-	b.Restart(t)
-	// B's new start is known to A and C before C stops.
-	b.AwaitLogCount(t, "every member knows this start", 2, 20*time.Second)
+			backup := filepath.Join(t.TempDir(), "backup")
+			tc.backup(t, b, c, bi+1, backup)
 
-	c.Stop()
-	before := w.count()
-	w.writeN(t, 20) // on A and B only
-	t.Logf("%d writes acknowledged by A and B while C was down", w.count()-before)
+			c.Stop()
+			before := w.count()
+			w.writeN(t, 20) // on A and B only
+			t.Logf("%d writes acknowledged by A and B while C was down", w.count()-before)
 
-	b.Stop()
-	if err := os.RemoveAll(zkdDir(b)); err != nil {
-		t.Fatal(err)
+			b.Kill()
+			if err := os.RemoveAll(zkdDir(b)); err != nil {
+				t.Fatal(err)
+			}
+			copyTree(t, backup, zkdDir(b))
+			a.Kill()
+			if err := b.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			b.AwaitLog(t, "DATA WENT BACK", 20*time.Second)
+			t.Logf("B: %s", logLine(b, "DATA WENT BACK"))
+			// B and C would be a majority: with B fenced they elect
+			// nobody. Ten election timeouts.
+			noLeaderFor(t, 10*5*tickTime*time.Millisecond/5, b, c)
+
+			if err := a.Start(); err != nil {
+				t.Fatal(err)
+			}
+			b.AwaitLog(t, "this member votes again", 30*time.Second)
+			w.checkAcked(t, zkproc.Connect(t, b.Addr))
+
+			// B votes again: without A, B and C elect a leader, which
+			// has every acknowledged write.
+			a.Stop()
+			zkproc.LeaderOf(t, []*zkproc.Server{b, c}, 20*time.Second)
+			w.checkAcked(t, zkproc.Connect(t, b.Addr, c.Addr))
+		})
 	}
-	copyTree(t, backup, zkdDir(b))
-	a.Kill()
-	if err := b.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	b.AwaitLog(t, "DATA WENT BACK", 20*time.Second)
-	t.Logf("B: %s", logLine(b, "DATA WENT BACK"))
-	// B and C would be a majority: with B fenced they elect nobody. Ten
-	// election timeouts.
-	noLeaderFor(t, 10*5*tickTime*time.Millisecond/5, b, c)
-
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	b.AwaitLog(t, "this member votes again", 30*time.Second)
-	w.checkAcked(t, zkproc.Connect(t, b.Addr))
-
-	// B votes again: without A, B and C elect a leader, which has every
-	// acknowledged write.
-	a.Stop()
-	zkproc.LeaderOf(t, []*zkproc.Server{b, c}, 20*time.Second)
-	w.checkAcked(t, zkproc.Connect(t, b.Addr, c.Addr))
 }
 
 // TestIntegration_RebuildMemberFromPeers: while a client writes, follower
