@@ -230,7 +230,10 @@ func (m *Member) rejoin(fence *voteFence) {
 	inc := own + 1
 	rebuilding := m.node.Rebuilding()
 	var catchingUp sync.Once
+	// mustCatchUp is set once the fence may only lift after a catch-up.
+	mustCatchUp := false
 	startCatchUp := func(why string) {
+		mustCatchUp = true
 		catchingUp.Do(func() {
 			fence.fenced.Store(true)
 			m.wg.Add(1)
@@ -293,8 +296,13 @@ func (m *Member) rejoin(fence *voteFence) {
 			if a.prev < inc {
 				continue
 			}
+			seen := inc
+			// Go on from the highest count seen, so that the next raise,
+			// and the next start, are news to every peer.
 			if err := m.node.SetMemberCounter(ownIncarnation, max(a.prev, inc)); err != nil {
 				m.log.Warn("incarnation not raised past the one seen", zap.Error(err))
+			} else {
+				inc = max(a.prev, inc)
 			}
 			if rebuilding || wentBack {
 				continue // emptied on purpose: its count begins again at 1
@@ -307,10 +315,10 @@ func (m *Member) rejoin(fence *voteFence) {
 				"this data directory is older than the member's last run (restored from an old backup, or it lost its newest files), so this member may have forgotten writes and votes it acknowledged. "+
 				"It neither votes nor stands for election until it has caught up with the ensemble's leader; nothing to do while the other members are healthy. "+
 				"If no leader appears, start the other members with their own data (never restored or moved aside)",
-				m.dataDir, m.cfg.MyID, inc, a.peer.ID, a.prev), zap.Int64("peer", a.peer.ID), zap.Uint64("seen", a.prev), zap.Uint64("incarnation", inc))
+				m.dataDir, m.cfg.MyID, seen, a.peer.ID, a.prev), zap.Int64("peer", a.peer.ID), zap.Uint64("seen", a.prev), zap.Uint64("incarnation", seen))
 			startCatchUp("its data directory went back")
 		}
-		if !wentBack && !rebuilding && votersAnswered >= need && fence.fenced.Load() {
+		if !mustCatchUp && votersAnswered >= need && fence.fenced.Load() {
 			fence.fenced.Store(false)
 			m.log.Info("incarnation check: this member's data did not go back; it votes",
 				zap.Uint64("incarnation", inc), zap.Int("membersAnswered", len(answered)))

@@ -136,7 +136,8 @@ func noLeaderFor(t *testing.T, d time.Duration, servers ...*zkproc.Server) {
 // and before the vote fence they elected a leader without the writes C
 // never saw and B forgot (20 of 40 lost with the zkd of 923ef8f, cold, hot
 // and emptied by hand). Now B logs why it does not vote, so no leader is
-// elected until A is back; then B catches up and votes again, and every
+// elected until A is back (nor after B restarts meanwhile); then B
+// catches up and votes again, and every
 // acknowledged write is there, even after A is stopped again and B and C
 // elect a leader between them.
 func TestIntegration_RestoredBackupRejoin(t *testing.T) {
@@ -215,6 +216,18 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 			// B and C would be a majority: with B fenced they elect
 			// nobody. Ten election timeouts.
 			noLeaderFor(t, 10*5*tickTime*time.Millisecond/5, b, c)
+			// Restarted before it caught up, B stays out: its raised
+			// incarnation is news to C now, but B remembers it went back.
+			b.Stop()
+			if err := b.Start(); err != nil {
+				t.Fatal(err)
+			}
+			if tc.line == "DATA WENT BACK" {
+				b.AwaitLog(t, "has not caught up since", 20*time.Second)
+			} else {
+				b.AwaitLogCount(t, tc.line, 2, 20*time.Second)
+			}
+			noLeaderFor(t, 5*5*tickTime*time.Millisecond/5, b, c)
 
 			if err := a.Start(); err != nil {
 				t.Fatal(err)
