@@ -253,18 +253,19 @@ func restore(t *testing.T, b *zkproc.Server, backup string) {
 	copyTree(t, backup, zkdDir(b))
 }
 
-// TestIntegration_RebuildMemberFromPeers: while a client writes, follower
-// B is stopped and rebuilt with `zkd rebuild zoo.cfg` (its data moved
-// aside, kept), then started: it copies the leader's state, logs that it
-// votes again, and once the leader is stopped B and C elect a leader that
-// holds every acknowledged write.
+// TestIntegration_RebuildMemberFromPeers: follower B's raft log is
+// corrupted while it is stopped; it refuses to start (exit 65) with a
+// line naming `zkd rebuild zoo.cfg`. While a client writes, B is rebuilt
+// with that command (its data moved aside, kept) and started: it copies
+// the leader's state, logs that it votes again, and once the leader is
+// stopped B and C elect a leader that holds every acknowledged write.
 func TestIntegration_RebuildMemberFromPeers(t *testing.T) {
 	bin := zkproc.BuildZkd(t)
 	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{Binary: bin, TickTime: tickTime})
 	ai := zkproc.LeaderOf(t, servers, 20*time.Second)
 	a, b, c := servers[ai], servers[(ai+1)%3], servers[(ai+2)%3]
 	w := &writer{c: zkproc.Connect(t, a.Addr, c.Addr)}
-	w.writeN(t, 50)
+	w.writeN(t, 200)
 
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -291,6 +292,33 @@ func TestIntegration_RebuildMemberFromPeers(t *testing.T) {
 
 	b.Stop()
 	old := zkdDir(b)
+	// A byte flipped in a record of B's raft log that many follow: B
+	// refuses to start and names the command.
+	seg := filepath.Join(old, "wal", "0000000000000001.wal")
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[5000] ^= 0xff
+	if err := os.WriteFile(seg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from := len(b.Log())
+	if err := b.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for b.Running() {
+		if time.Now().After(deadline) {
+			t.Fatalf("B started on a corrupt raft log:\n%s", b.Log()[from:])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if code := b.Cmd.ProcessState.ExitCode(); code != 65 || !strings.Contains(b.Log()[from:], "zkd rebuild "+b.CfgPath) {
+		t.Fatalf("exit %d, want 65 and a line naming zkd rebuild %s:\n%s", code, b.CfgPath, b.Log()[from:])
+	}
+	t.Logf("B: %s", logLine(b, "CORRUPT DATA"))
+
 	out, err := exec.Command(bin, "rebuild", b.CfgPath).CombinedOutput()
 	if err != nil {
 		t.Fatalf("zkd rebuild %s: %v\n%s", b.CfgPath, err, out)
