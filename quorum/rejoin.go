@@ -250,12 +250,6 @@ func (m *Member) rejoin(fence *voteFence) {
 		m.log.Warn("this member's data went back before its last start and it has not caught up since: it does not vote until it has caught up with the leader")
 		startCatchUp("its data directory went back")
 	}
-	var others []Peer
-	for _, p := range m.cfg.Peers {
-		if p.ID != m.cfg.MyID {
-			others = append(others, p)
-		}
-	}
 	need := len(voters(m.cfg.Peers)) / 2 // voters besides this one for a majority
 	type answer struct {
 		peer Peer
@@ -267,6 +261,7 @@ func (m *Member) rejoin(fence *voteFence) {
 	raised := time.Now()
 	wait := 50 * time.Millisecond
 	for {
+		others := m.incarnationPeers()
 		ch := make(chan answer, len(others))
 		asked := 0
 		for _, p := range others {
@@ -323,7 +318,13 @@ func (m *Member) rejoin(fence *voteFence) {
 			m.log.Info("incarnation check: this member's data did not go back; it votes",
 				zap.Uint64("incarnation", inc), zap.Int("membersAnswered", len(answered)))
 		}
-		if len(answered) == len(others) && !everyone {
+		missing := 0
+		for _, p := range others {
+			if !answered[p.ID] {
+				missing++
+			}
+		}
+		if missing == 0 && !everyone {
 			everyone = true
 			m.log.Info("incarnation check: every member knows this start", zap.Uint64("incarnation", inc))
 		}
@@ -339,7 +340,7 @@ func (m *Member) rejoin(fence *voteFence) {
 			}
 		}
 		next := raiseEvery
-		if len(answered) < len(others) {
+		if missing > 0 {
 			next, wait = wait, min(2*wait, raiseEvery)
 		}
 		select {
@@ -348,6 +349,29 @@ func (m *Member) rejoin(fence *voteFence) {
 		case <-time.After(next):
 		}
 	}
+}
+
+// incarnationPeers are the members this one announces its incarnation
+// to: those of its zoo.cfg and those a reconfig added, but itself.
+func (m *Member) incarnationPeers() []Peer {
+	var out []Peer
+	seen := map[int64]bool{m.cfg.MyID: true}
+	add := func(peers []Peer) {
+		for _, p := range peers {
+			if !seen[p.ID] {
+				seen[p.ID] = true
+				if q, ok := m.peer(p.ID); ok {
+					p = q // this member's own address for it, if it has one
+				}
+				out = append(out, p)
+			}
+		}
+	}
+	add(m.cfg.Peers)
+	if d := m.membership(); d != nil {
+		add(d.peers)
+	}
+	return out
 }
 
 // catchUp keeps the member fenced until a sync with the leader (whose
