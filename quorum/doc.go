@@ -127,10 +127,12 @@
 // A member of an ensemble starts behind a vote fence around raft's
 // transport (rejoin.go): it grants no vote or pre-vote, asks for none and
 // refuses leadership transfers. It announces its incarnation (a counter
-// raised at each start and every second, synced before it is sent) on
-// every peer's election port; each peer keeps the highest it has seen of
-// each member. When a majority of the voters answered and none had seen
-// it, the fence lifts. A peer that had seen it proves the data directory
+// raised at each start and every second, synced before it is sent, with
+// a random nonce of the run) on every peer's election port; each peer
+// keeps the highest it has seen of each member and answers with it and
+// its whole table, which the announcer merges. When a majority of the
+// voters answered and none had seen it from another run, the fence
+// lifts. A peer that had seen it proves the data directory
 // went back (restored from an old backup, emptied): the member logs DATA
 // WENT BACK and stays fenced until a sync with the leader has applied
 // here, as does a member emptied by `zkd rebuild` (zab.RebuildMarker).

@@ -275,6 +275,7 @@ func (l *leaderSide) serve(nc net.Conn) {
 			}
 			enc := jute.NewEncoder(nil)
 			enc.WriteLong(int64(prev))
+			l.m.incarnationTable(enc)
 			w.send(msgIncarnationSeen, enc.Bytes())
 		default:
 			l.m.log.Warn("unknown forwarded message", zap.Int("kind", int(kind)), zap.String("peer", nc.RemoteAddr().String()))

@@ -55,6 +55,10 @@ type Member struct {
 	// incMu serialises the incarnation records of other members
 	// (rejoin.go).
 	incMu sync.Mutex
+	// nonce tells this run's incarnation announcements from those of
+	// earlier runs (rejoin.go); set in Open, before the member answers
+	// or announces.
+	nonce uint32
 
 	stopOnce sync.Once
 }
@@ -101,6 +105,7 @@ func Open(cfg Config, nc zab.Config) (*Member, error) {
 		fence.Close()
 		return nil, err
 	}
+	m.nonce = newNonce() // before anything answers or announces
 	m.start(ln)
 	m.wg.Add(1)
 	go m.rejoin(fence)

@@ -5,12 +5,13 @@
 // old backup" and "Rebuilding a member from its peers").
 //
 // Each start of a member is an incarnation, a counter kept in its own
-// stable store and raised (synced) before anything else. The member
-// announces it on every peer's election port (msgIncarnation); each peer
-// keeps the highest incarnation it has seen of each member and answers
-// with the one it had. A peer that has already seen this incarnation, or
-// a later one, has seen a start this data directory does not remember:
-// the directory went back. Until the member knows it did not (a majority
+// stable store and raised (synced) before anything else, and again every
+// second while it runs. The member announces it with its run's random
+// nonce on every peer's election port (msgIncarnation); each peer keeps
+// the highest incarnation it has seen of each member and answers with the
+// one it had and its whole table, which the announcer merges. A peer that
+// has seen this incarnation from another run, or a later one, has seen a
+// run this data directory does not remember: the directory went back. Until the member knows it did not (a majority
 // of the voters, itself included, answered and none had seen it), and
 // for good when it did, its vote fence keeps it out of elections: it
 // grants no vote or pre-vote, asks for none and refuses leadership
@@ -23,6 +24,8 @@ package quorum
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -42,7 +45,11 @@ const (
 	// incarnation it starts as.
 	msgIncarnation byte = 8
 	// msgIncarnationSeen (answer): the highest incarnation of that member
-	// the answering member had seen before (0 for none).
+	// the answering member had seen before (0 for none), then the
+	// answering member's table: a count, then (myid, highest incarnation
+	// known) pairs, its own included, which the asker merges into its
+	// own, so a member that was down during another's run learns of it
+	// from a third.
 	msgIncarnationSeen byte = 9
 )
 
@@ -132,8 +139,30 @@ func (f *voteFence) Close() error {
 }
 
 // incarnationKey is the stable-store counter of member id's highest
-// incarnation seen; ownIncarnation is this member's own.
+// incarnation seen, as a seen value; ownIncarnation is this member's own
+// count.
 func incarnationKey(id int64) string { return fmt.Sprintf("incarnation/%d", id) }
+
+// A seen value packs an incarnation (high 32 bits) with the random nonce
+// of the run that announced it (low 32 bits): a peer that holds this
+// member's current count with another run's nonce saw an earlier run
+// reach it, while this run's own announcement, received directly, again
+// after a lost answer, or through a third member, carries its nonce.
+func seenValue(inc uint64, nonce uint32) uint64 { return inc<<32 | uint64(nonce) }
+
+func seenInc(v uint64) uint64 { return v >> 32 }
+
+// newer reports whether seen value v is of a higher incarnation than cur.
+func newer(v, cur uint64) bool { return seenInc(v) > seenInc(cur) }
+
+// newNonce returns a run's random nonzero nonce.
+func newNonce() uint32 {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return uint32(time.Now().UnixNano()) | 1
+	}
+	return binary.BigEndian.Uint32(b[:]) | 1
+}
 
 const ownIncarnation = "incarnation"
 
@@ -142,26 +171,63 @@ const ownIncarnation = "incarnation"
 // its raised incarnation is then news to every peer.
 const catchUpPending = "catch-up-pending"
 
-// noteIncarnation records that member id starts as incarnation inc and
-// returns the highest incarnation of it seen before.
-func (m *Member) noteIncarnation(id int64, inc uint64) (uint64, error) {
+// noteIncarnation records that member id announced seen value v and
+// returns the highest one of it seen before.
+func (m *Member) noteIncarnation(id int64, v uint64) (uint64, error) {
 	m.incMu.Lock()
 	defer m.incMu.Unlock()
 	prev, err := m.node.MemberCounter(incarnationKey(id))
 	if err != nil {
 		return 0, err
 	}
-	if inc > prev {
-		if err := m.node.SetMemberCounter(incarnationKey(id), inc); err != nil {
+	if newer(v, prev) {
+		if err := m.node.SetMemberCounter(incarnationKey(id), v); err != nil {
 			return 0, err
 		}
-		m.log.Debug(fmt.Sprintf("member %d raised its incarnation to %d", id, inc))
+		m.log.Debug(fmt.Sprintf("member %d raised its incarnation to %d", id, seenInc(v)))
 	}
 	return prev, nil
 }
 
-// askIncarnation announces incarnation inc on peer p's election port and
-// returns the highest incarnation of this member p had seen before.
+// incarnationTable encodes this member's table of the highest
+// incarnation known of every member, its own included, for
+// msgIncarnationSeen.
+func (m *Member) incarnationTable(enc *jute.Encoder) {
+	peers := m.incarnationPeers()
+	enc.WriteInt(int32(len(peers) + 1))
+	own, _ := m.node.MemberCounter(ownIncarnation)
+	enc.WriteLong(m.cfg.MyID)
+	enc.WriteLong(int64(seenValue(own, m.nonce)))
+	for _, p := range peers {
+		v, _ := m.node.MemberCounter(incarnationKey(p.ID))
+		enc.WriteLong(p.ID)
+		enc.WriteLong(int64(v))
+	}
+}
+
+// mergeIncarnations records the incarnations of other members that peer
+// from knows of and this member does not.
+func (m *Member) mergeIncarnations(from int64, d *jute.Decoder) {
+	n := int(d.ReadInt())
+	for i := 0; i < n && i < 256 && d.Err() == nil; i++ {
+		id, v := d.ReadLong(), uint64(d.ReadLong())
+		if d.Err() != nil || id == m.cfg.MyID {
+			continue // its count of this member is the answer itself
+		}
+		m.incMu.Lock()
+		prev, err := m.node.MemberCounter(incarnationKey(id))
+		if err == nil && newer(v, prev) {
+			if err := m.node.SetMemberCounter(incarnationKey(id), v); err == nil {
+				m.log.Debug(fmt.Sprintf("learned member %d's incarnation %d from member %d", id, seenInc(v), from))
+			}
+		}
+		m.incMu.Unlock()
+	}
+}
+
+// askIncarnation announces incarnation inc of this run on peer p's
+// election port and returns the highest seen value of this member p had
+// before.
 func (m *Member) askIncarnation(p Peer, inc uint64) (uint64, error) {
 	c, err := m.dialMember(p.ElectionAddr(), "election", m.timing.HeartbeatTimeout*5)
 	if err != nil {
@@ -174,7 +240,7 @@ func (m *Member) askIncarnation(p Peer, inc uint64) (uint64, error) {
 	w := bufio.NewWriter(c)
 	body := jute.NewEncoder(nil)
 	body.WriteLong(m.cfg.MyID)
-	body.WriteLong(int64(inc))
+	body.WriteLong(int64(seenValue(inc, m.nonce)))
 	if err := writeMsg(w, msgIncarnation, body.Bytes()); err != nil {
 		return 0, err
 	}
@@ -194,6 +260,9 @@ func (m *Member) askIncarnation(p Peer, inc uint64) (uint64, error) {
 		prev := uint64(d.ReadLong())
 		if err := d.Err(); err != nil {
 			return 0, fmt.Errorf("quorum: incarnation answer of member %d: %w", p.ID, err)
+		}
+		if d.Remaining() > 0 {
+			m.mergeIncarnations(p.ID, d)
 		}
 		return prev, nil
 	}
@@ -288,16 +357,17 @@ func (m *Member) rejoin(fence *voteFence) {
 			if !a.peer.Observer {
 				votersAnswered++
 			}
-			if a.prev < inc {
-				continue
+			prevInc := seenInc(a.prev)
+			if prevInc < inc || a.prev == seenValue(inc, m.nonce) {
+				continue // news, or this run's own announcement
 			}
 			seen := inc
 			// Go on from the highest count seen, so that the next raise,
 			// and the next start, are news to every peer.
-			if err := m.node.SetMemberCounter(ownIncarnation, max(a.prev, inc)); err != nil {
+			if err := m.node.SetMemberCounter(ownIncarnation, max(prevInc, inc)); err != nil {
 				m.log.Warn("incarnation not raised past the one seen", zap.Error(err))
 			} else {
-				inc = max(a.prev, inc)
+				inc = max(prevInc, inc)
 			}
 			if rebuilding || wentBack {
 				continue // emptied on purpose: its count begins again at 1
@@ -310,7 +380,7 @@ func (m *Member) rejoin(fence *voteFence) {
 				"this data directory is older than the member's last run (restored from an old backup, or it lost its newest files), so this member may have forgotten writes and votes it acknowledged. "+
 				"It neither votes nor stands for election until it has caught up with the ensemble's leader; nothing to do while the other members are healthy. "+
 				"If no leader appears, start the other members with their own data (never restored or moved aside)",
-				m.dataDir, m.cfg.MyID, seen, a.peer.ID, a.prev), zap.Int64("peer", a.peer.ID), zap.Uint64("seen", a.prev), zap.Uint64("incarnation", seen))
+				m.dataDir, m.cfg.MyID, seen, a.peer.ID, prevInc), zap.Int64("peer", a.peer.ID), zap.Uint64("seen", prevInc), zap.Uint64("incarnation", seen))
 			startCatchUp("its data directory went back")
 		}
 		if !mustCatchUp && votersAnswered >= need && fence.fenced.Load() {

@@ -172,6 +172,27 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 				time.Sleep(50 * time.Millisecond)
 			}
 		}, restore, "DATA WENT BACK"},
+		{"witnessed through a peer", func(t *testing.T, b, c *zkproc.Server, bID int, dst string) {
+			// C is down while B runs on after the copy; A alone sees
+			// it, and tells C once C is back.
+			b.Stop()
+			copyTree(t, zkdDir(b), dst)
+			c.Stop()
+			b.Restart(t)
+			b.AwaitLogCount(t, "data did not go back", 2, 20*time.Second)
+			from := len(c.Log())
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			want := fmt.Sprintf("learned member %d's incarnation", bID)
+			deadline := time.Now().Add(20 * time.Second)
+			for !strings.Contains(c.Log()[from:], want) {
+				if time.Now().After(deadline) {
+					t.Fatalf("C never logged %q", want)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}, restore, "DATA WENT BACK"},
 		{"emptied", func(*testing.T, *zkproc.Server, *zkproc.Server, int, string) {},
 			func(t *testing.T, b *zkproc.Server, _ string) {
 				if err := os.RemoveAll(zkdDir(b)); err != nil {
