@@ -60,7 +60,9 @@ var errVoteFenced = errors.New("quorum: this member does not vote until it has c
 // voteFence wraps raft's network transport: while fenced, the member's
 // raft neither grants nor asks for votes and pre-votes, and refuses
 // TimeoutNow, so it can be part of no majority that elects a leader.
-// Appends, heartbeats and snapshot installs pass.
+// Appends, heartbeats and snapshot installs pass. Every RPC but
+// heartbeats (which raft's transport hands to raft directly) goes
+// through the filter goroutine: one channel hop more per RPC.
 type voteFence struct {
 	*raft.NetworkTransport
 	fenced  atomic.Bool
@@ -71,7 +73,7 @@ type voteFence struct {
 	refused atomic.Int64
 }
 
-// newVoteFence returns the transport fenced; lift opens it.
+// newVoteFence returns t fenced; storing false in fenced opens it.
 func newVoteFence(t *raft.NetworkTransport) *voteFence {
 	f := &voteFence{NetworkTransport: t, rpcs: make(chan raft.RPC), stop: make(chan struct{})}
 	f.fenced.Store(true)
@@ -93,11 +95,11 @@ func (f *voteFence) filter() {
 				switch c := rpc.Command.(type) {
 				case *raft.RequestVoteRequest:
 					f.refused.Add(1)
-					rpc.Respond(&raft.RequestVoteResponse{RPCHeader: c.RPCHeader, Term: c.Term}, nil)
+					rpc.Respond(&raft.RequestVoteResponse{RPCHeader: raft.RPCHeader{ProtocolVersion: c.ProtocolVersion}, Term: c.Term}, nil)
 					continue
 				case *raft.RequestPreVoteRequest:
 					f.refused.Add(1)
-					rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: c.RPCHeader, Term: c.Term}, nil)
+					rpc.Respond(&raft.RequestPreVoteResponse{RPCHeader: raft.RPCHeader{ProtocolVersion: c.ProtocolVersion}, Term: c.Term}, nil)
 					continue
 				case *raft.TimeoutNowRequest:
 					rpc.Respond(nil, errVoteFenced)
