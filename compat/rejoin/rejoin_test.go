@@ -271,10 +271,16 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 // restore replaces b's zkd data with the copy in backup.
 func restore(t *testing.T, b *zkproc.Server, backup string) {
 	t.Helper()
-	if err := os.RemoveAll(zkdDir(b)); err != nil {
+	restoreDir(t, backup, zkdDir(b))
+}
+
+// restoreDir replaces dir with a copy of backup.
+func restoreDir(t *testing.T, backup, dir string) {
+	t.Helper()
+	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	copyTree(t, backup, zkdDir(b))
+	copyTree(t, backup, dir)
 }
 
 // TestIntegration_RebuildMemberFromPeers: follower B's raft log is
