@@ -253,10 +253,12 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 			}
 			noLeaderFor(t, 5*5*tickTime*time.Millisecond/5, b, c)
 
+			back := time.Now()
 			if err := a.Start(); err != nil {
 				t.Fatal(err)
 			}
 			b.AwaitLog(t, "this member votes again", 30*time.Second)
+			t.Logf("B votes again %v after A was started again", time.Since(back).Round(time.Millisecond))
 			w.checkAcked(t, zkproc.Connect(t, b.Addr))
 
 			// B votes again: without A, B and C elect a leader, which
@@ -368,11 +370,12 @@ func TestIntegration_RebuildMemberFromPeers(t *testing.T) {
 		t.Fatalf("myid not kept: %v", err)
 	}
 
-	during := w.count()
+	during, started := w.count(), time.Now()
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
 	b.AwaitLog(t, "this member votes again", 30*time.Second)
+	t.Logf("B votes again %v after its start", time.Since(started).Round(time.Millisecond))
 	if _, err := os.Stat(filepath.Join(old, "REBUILD")); !os.IsNotExist(err) {
 		t.Fatalf("rebuild marker still there after catching up: %v", err)
 	}
