@@ -15,6 +15,10 @@ import (
 	"github.com/zkd/zkd/compat/zkproc"
 )
 
+// wait bounds every wait for an event of a member (a start, a log line,
+// an election): generous, for a loaded machine.
+const wait = 60 * time.Second
+
 // tickTime keeps elections short: raft's election timeout is
 // syncLimit (5) × tickTime / 5, 200 ms.
 const tickTime = 200
@@ -43,10 +47,10 @@ func (w *writer) write() error {
 }
 
 // writeN makes n acknowledged writes, retrying through a leader change
-// for up to 30s.
+// for up to wait.
 func (w *writer) writeN(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(wait)
 	for done := 0; done < n; {
 		if err := w.write(); err != nil {
 			if time.Now().After(deadline) {
@@ -106,10 +110,10 @@ func logLine(s *zkproc.Server, sub string) string {
 // times.
 func awaitLogSince(t *testing.T, s *zkproc.Server, from int, want string, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(wait)
 	for strings.Count(s.Log()[from:], want) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s did not log %q within 20s", s.Addr, want)
+			t.Fatalf("%s did not log %q within %v", s.Addr, want, wait)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -169,7 +173,7 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 			b.Stop()
 			copyTree(t, zkdDir(b), dst)
 			b.Restart(t)
-			b.AwaitLogCount(t, "every member knows this start", 2, 20*time.Second)
+			b.AwaitLogCount(t, "every member knows this start", 2, wait)
 		}, restore, "DATA WENT BACK"},
 		{"hot", func(t *testing.T, b, c *zkproc.Server, bID int, dst string) {
 			b.Pause()
@@ -187,7 +191,7 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 			copyTree(t, zkdDir(b), dst)
 			c.Stop()
 			b.Restart(t)
-			b.AwaitLogCount(t, "data did not go back", 2, 20*time.Second)
+			b.AwaitLogCount(t, "data did not go back", 2, wait)
 			b.Stop()
 			from := len(c.Log())
 			if err := c.Start(); err != nil {
@@ -212,7 +216,7 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{Binary: bin, TickTime: tickTime,
 				ExtraCfg: map[string]string{"zkd.log.level": "debug"}})
-			ai := zkproc.LeaderOf(t, servers, 20*time.Second)
+			ai := zkproc.LeaderOf(t, servers, wait)
 			bi := (ai + 1) % 3
 			a, b, c := servers[ai], servers[bi], servers[(ai+2)%3]
 			w := &writer{c: zkproc.Connect(t, a.Addr)}
@@ -235,7 +239,7 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}
-			b.AwaitLog(t, tc.line, 20*time.Second)
+			b.AwaitLog(t, tc.line, wait)
 			t.Logf("B: %s", logLine(b, tc.line))
 			// B and C would be a majority: with B fenced they elect
 			// nobody. Ten election timeouts.
@@ -247,9 +251,9 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.line == "DATA WENT BACK" {
-				b.AwaitLog(t, "has not caught up since", 20*time.Second)
+				b.AwaitLog(t, "has not caught up since", wait)
 			} else {
-				b.AwaitLogCount(t, tc.line, 2, 20*time.Second)
+				b.AwaitLogCount(t, tc.line, 2, wait)
 			}
 			noLeaderFor(t, 5*5*tickTime*time.Millisecond/5, b, c)
 
@@ -257,14 +261,14 @@ func TestIntegration_RestoredBackupRejoin(t *testing.T) {
 			if err := a.Start(); err != nil {
 				t.Fatal(err)
 			}
-			b.AwaitLog(t, "this member votes again", 30*time.Second)
+			b.AwaitLog(t, "this member votes again", wait)
 			t.Logf("B votes again %v after A was started again", time.Since(back).Round(time.Millisecond))
 			w.checkAcked(t, zkproc.Connect(t, b.Addr))
 
 			// B votes again: without A, B and C elect a leader, which
 			// has every acknowledged write.
 			a.Stop()
-			zkproc.LeaderOf(t, []*zkproc.Server{b, c}, 20*time.Second)
+			zkproc.LeaderOf(t, []*zkproc.Server{b, c}, wait)
 			w.checkAcked(t, zkproc.Connect(t, b.Addr, c.Addr))
 		})
 	}
@@ -294,7 +298,7 @@ func restoreDir(t *testing.T, backup, dir string) {
 func TestIntegration_RebuildMemberFromPeers(t *testing.T) {
 	bin := zkproc.BuildZkd(t)
 	servers := zkproc.StartZkdEnsemble(t, 3, zkproc.Options{Binary: bin, TickTime: tickTime})
-	ai := zkproc.LeaderOf(t, servers, 20*time.Second)
+	ai := zkproc.LeaderOf(t, servers, wait)
 	a, b, c := servers[ai], servers[(ai+1)%3], servers[(ai+2)%3]
 	w := &writer{c: zkproc.Connect(t, a.Addr, c.Addr)}
 	w.writeN(t, 200)
@@ -339,7 +343,7 @@ func TestIntegration_RebuildMemberFromPeers(t *testing.T) {
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(wait)
 	for b.Running() {
 		if time.Now().After(deadline) {
 			t.Fatalf("B started on a corrupt raft log:\n%s", b.Log()[from:])
@@ -374,7 +378,7 @@ func TestIntegration_RebuildMemberFromPeers(t *testing.T) {
 	if err := b.Start(); err != nil {
 		t.Fatal(err)
 	}
-	b.AwaitLog(t, "this member votes again", 30*time.Second)
+	b.AwaitLog(t, "this member votes again", wait)
 	t.Logf("B votes again %v after its start", time.Since(started).Round(time.Millisecond))
 	if _, err := os.Stat(filepath.Join(old, "REBUILD")); !os.IsNotExist(err) {
 		t.Fatalf("rebuild marker still there after catching up: %v", err)
@@ -386,6 +390,6 @@ func TestIntegration_RebuildMemberFromPeers(t *testing.T) {
 	// B votes again: without the leader, B and C elect one, which holds
 	// every acknowledged write.
 	a.Stop()
-	zkproc.LeaderOf(t, []*zkproc.Server{b, c}, 20*time.Second)
+	zkproc.LeaderOf(t, []*zkproc.Server{b, c}, wait)
 	w.checkAcked(t, zkproc.Connect(t, b.Addr, c.Addr))
 }
