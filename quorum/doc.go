@@ -122,6 +122,21 @@
 // reconfig op answers Unimplemented (ReconfigDisabled without
 // reconfigEnabled), as ZooKeeper 3.8 does.
 //
+// # Members whose data went back
+//
+// A member of an ensemble starts behind a vote fence around raft's
+// transport (rejoin.go): it grants no vote or pre-vote, asks for none and
+// refuses leadership transfers. It announces its incarnation (a counter
+// raised at each start and every second, synced before it is sent, with
+// a random nonce of the run) on every peer's election port; each peer
+// keeps the highest it has seen of each member and answers with it and
+// its whole table, which the announcer merges. When a majority of the
+// voters answered and none had seen it from another run, the fence
+// lifts. A peer that had seen it proves the data directory
+// went back (restored from an old backup, emptied): the member logs DATA
+// WENT BACK and stays fenced until a sync with the leader has applied
+// here, as does a member emptied by `zkd rebuild` (zab.RebuildMarker).
+//
 // A single server.N line (or none) is a standalone member: a one-voter
 // raft cluster on an in-memory transport, the same code path.
 //

@@ -263,6 +263,20 @@ func (l *leaderSide) serve(nc net.Conn) {
 				enc.WriteLong(int64(idx))
 				w.send(msgSynced, enc.Bytes())
 			}()
+		case msgIncarnation:
+			id, inc := d.ReadLong(), d.ReadLong()
+			if d.Err() != nil {
+				return
+			}
+			prev, err := l.m.noteIncarnation(id, uint64(inc))
+			if err != nil {
+				l.m.log.Warn("incarnation of a member not recorded", zap.Int64("peer", id), zap.Error(err))
+				return
+			}
+			enc := jute.NewEncoder(nil)
+			enc.WriteLong(int64(prev))
+			l.m.incarnationTable(enc)
+			w.send(msgIncarnationSeen, enc.Bytes())
 		default:
 			l.m.log.Warn("unknown forwarded message", zap.Int("kind", int(kind)), zap.String("peer", nc.RemoteAddr().String()))
 			return

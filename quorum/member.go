@@ -54,6 +54,16 @@ type Member struct {
 	// refusals limits the log lines about refused member connections.
 	refusals refusalLog
 
+	// dataDir is the node's data directory, for log lines.
+	dataDir string
+	// incMu serialises the incarnation records of other members
+	// (rejoin.go).
+	incMu sync.Mutex
+	// nonce tells this run's incarnation announcements from those of
+	// earlier runs (rejoin.go); set in Open, before the member answers
+	// or announces.
+	nonce uint32
+
 	stopOnce sync.Once
 }
 
@@ -89,14 +99,20 @@ func Open(cfg Config, nc zab.Config) (*Member, error) {
 		trans.Close()
 		return nil, fmt.Errorf("quorum: listen on election port %s: %w", self.ElectionAddr(), err)
 	}
-	m.trans = trans
-	m.node, err = m.openNode(nc, trans)
+	// Fenced from the start: no vote until rejoin knows that this
+	// member's data did not go back (rejoin.go).
+	fence := newVoteFence(trans)
+	m.trans = fence
+	m.node, err = m.openNode(nc, fence)
 	if err != nil {
 		ln.Close()
-		trans.Close()
+		fence.Close()
 		return nil, err
 	}
+	m.nonce = newNonce() // before anything answers or announces
 	m.start(ln)
+	m.wg.Add(1)
+	go m.rejoin(fence)
 	return m, nil
 }
 
@@ -118,6 +134,7 @@ func (m *Member) openNode(nc zab.Config, trans raft.Transport) (*zab.Node, error
 	cfg, t := m.cfg, m.timing
 	m.reconcileCh = make(chan struct{}, 1)
 	m.stop = make(chan struct{})
+	m.dataDir = nc.Dir
 	nc.Reconfig = Reconfig
 	nc.OnConfigChanged = m.configChanged
 	nc.MyID = cfg.MyID

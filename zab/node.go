@@ -8,6 +8,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -412,7 +414,11 @@ func Open(cfg Config) (*Node, error) {
 		closeStores()
 		return nil, fmt.Errorf("zab: inspect state in %s: %w", cfg.Dir, err)
 	}
+	_, rebuildErr := os.Stat(filepath.Join(cfg.Dir, RebuildMarker))
 	switch {
+	case !has && rebuildErr == nil && !n.standalone:
+		cfg.Logger.Info("data directory emptied by zkd rebuild: waiting for the leader to send the state by raft; this member neither votes nor stands for election until it has caught up",
+			zap.String("dir", cfg.Dir))
 	case !has && cfg.NoBootstrap && !n.standalone:
 		cfg.Logger.Info("empty data directory and zkd.bootstrap=false: waiting for a member with state to send it by raft; this member starts no election until then",
 			zap.String("dir", cfg.Dir))

@@ -61,10 +61,21 @@ func diskFullMessage(dataDir string, err error) string {
 
 // corruptMessage is the one line zkd logs when it refuses to start on a
 // corrupt data directory; err names the file and the offset. Pebble's
-// errors may span lines: they are joined into the one.
-func corruptMessage(dataDir string, err error) string {
+// errors may span lines: they are joined into the one. cfgPath is the
+// zoo.cfg zkd was started with, named in the rebuild command.
+func corruptMessage(dataDir, cfgPath string, err error) string {
 	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
 	return fmt.Sprintf("CORRUPT DATA in dataDir %s: %s; zkd refuses to start. "+
-		"A member of an ensemble: move %s aside and start zkd again to rebuild it from its peers. "+
-		"Standalone: restore the data directory from a backup", dataDir, msg, dataDir)
+		"A member of an ensemble: rebuild it from its peers with `zkd rebuild %s` (it moves the data aside, keeping it), then start zkd: "+
+		"it copies the leader's state and votes again once caught up. "+
+		"Standalone: restore the data directory from a backup", dataDir, msg, cfgPath)
+}
+
+// cfgPathOr is the zoo.cfg path for messages ("zoo.cfg" when zkd runs
+// without one).
+func cfgPathOr(path string) string {
+	if path == "" {
+		return "zoo.cfg"
+	}
+	return path
 }

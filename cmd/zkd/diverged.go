@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,7 +36,7 @@ func divergedAdvice(stateDir string, standalone bool) string {
 	if standalone {
 		return fmt.Sprintf("A standalone member has no peers to rebuild from: restore its data directory from a backup (%s holds zkd's state) and start zkd again; keep the diverged copy to find out what changed it (a disk flipping bits, an edit, a bug).", stateDir)
 	}
-	return fmt.Sprintf("Rebuild this member from its peers: move %s aside (myid stays) and start zkd again; keep the moved copy to find out what changed it (a disk flipping bits, an edit, a bug).", stateDir)
+	return fmt.Sprintf("Rebuild this member from its peers with `zkd rebuild %s` (it moves %s aside, keeping it; myid stays) and start zkd again; keep the moved copy to find out what changed it (a disk flipping bits, an edit, a bug).", cfgPathOr(flag.Arg(0)), stateDir)
 }
 
 // divergedMessage is the one line zkd logs when it stops on d. The

@@ -57,6 +57,9 @@ func main() {
 	if len(os.Args) > 1 && (os.Args[1] == "import" || os.Args[1] == "export") {
 		os.Exit(migrateMain(os.Args[1], os.Args[2:], os.Stdout, os.Stderr))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "rebuild" {
+		os.Exit(rebuildMain(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "follow" {
 		os.Exit(followMain(os.Args[2:], os.Stdout, os.Stderr))
 	}
@@ -67,6 +70,7 @@ func main() {
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: zkd [flags] [zoo.cfg]\n       zkd import -from ZK_DATADIR [-from-log ZK_DATALOGDIR] zoo.cfg\n       zkd export -to DIR zoo.cfg\n"+
 			"       zkd follow -zk HOST:QUORUMPORT,... [-sid N] zoo.cfg\n"+
+			"       zkd rebuild zoo.cfg\n"+
 			"       zkd version\n       zkd status [zoo.cfg]\n\n"+
 			"Without zoo.cfg, zkd runs standalone on :2181 with data in ./zkd-data.\n"+
 			"status prints the member's mode as zkServer.sh status does.\n\n")
@@ -106,7 +110,7 @@ func main() {
 	}
 	if err := run(cfg, log); err != nil {
 		if errors.Is(err, wal.ErrCorrupt) || errors.Is(err, store.ErrCorrupt) {
-			log.Error(corruptMessage(cfg.DataDir, err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitCorrupt))
+			log.Error(corruptMessage(cfg.DataDir, cfgPathOr(flag.Arg(0)), err), zap.String("dataDir", cfg.DataDir), zap.Error(err), zap.Int("exit", exitCorrupt))
 			_ = log.Sync()
 			os.Exit(exitCorrupt)
 		}

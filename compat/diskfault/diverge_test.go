@@ -65,7 +65,7 @@ func TestIntegration_Divergence(t *testing.T) {
 	}
 	t.Logf("the diverged member stopped %v after its restart", time.Since(start).Round(time.Millisecond))
 	line := checkExitLine(t, f, 70, divergedLine)
-	if !strings.Contains(line, fmt.Sprintf("the leader's (member %d) ", l+1)) || !strings.Contains(line, "move "+stateDir+" aside") {
+	if !strings.Contains(line, fmt.Sprintf("the leader's (member %d) ", l+1)) || !strings.Contains(line, "zkd rebuild ") {
 		t.Fatalf("the line names not the leader (member %d) and both digests, or not %s: %s", l+1, stateDir, line)
 	}
 
@@ -74,7 +74,7 @@ func TestIntegration_Divergence(t *testing.T) {
 	w.checkAcked(t, connect(t, other.Addr))
 
 	// Restarted by a supervisor, it refuses the same data.
-	startFails(t, f, 70, "DIVERGED: ", filepath.Join(stateDir, "DIVERGED"), "move "+stateDir+" aside")
+	startFails(t, f, 70, "DIVERGED: ", filepath.Join(stateDir, "DIVERGED"), "zkd rebuild ")
 
 	// Moved aside, it is rebuilt from its peers with the original data.
 	if err := os.Rename(stateDir, stateDir+".diverged"); err != nil {

@@ -11,30 +11,8 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-type testLogger struct{ t testing.TB }
-
-func (l testLogger) Printf(format string, args ...any) { l.t.Logf("go-zk: "+format, args...) }
-
 // connect opens a go-zk session on addrs and waits until it is usable.
-func connect(t *testing.T, addrs ...string) *zk.Conn {
-	t.Helper()
-	c, events, err := zk.Connect(addrs, 10*time.Second, zk.WithLogger(testLogger{t}), zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	deadline := time.After(30 * time.Second)
-	for {
-		select {
-		case ev := <-events:
-			if ev.State == zk.StateHasSession {
-				return c
-			}
-		case <-deadline:
-			t.Fatalf("no session on %v", addrs)
-		}
-	}
-}
+func connect(t *testing.T, addrs ...string) *zk.Conn { return Connect(t, addrs...) }
 
 // exercise checks the life cycle every Server supports, whatever it runs:
 // 4-letter words, persistence across SIGKILL, pause and resume, stop.

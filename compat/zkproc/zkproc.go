@@ -655,10 +655,17 @@ func (s *Server) Log() string {
 // way rather than once right after the event.
 func (s *Server) AwaitLog(t testing.TB, sub string, timeout time.Duration) {
 	t.Helper()
+	s.AwaitLogCount(t, sub, 1, timeout)
+}
+
+// AwaitLogCount is AwaitLog for the n-th time sub appears in the log,
+// which spans the server's restarts.
+func (s *Server) AwaitLogCount(t testing.TB, sub string, n int, timeout time.Duration) {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
-	for !strings.Contains(s.Log(), sub) {
+	for strings.Count(s.Log(), sub) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("zkproc: %s on %s did not log %q within %v; log tail:\n%s", s.Kind, s.Addr, sub, timeout, s.logTail(4096))
+			t.Fatalf("zkproc: %s on %s did not log %q %d times within %v; log tail:\n%s", s.Kind, s.Addr, sub, n, timeout, s.logTail(4096))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
