@@ -27,6 +27,7 @@ var (
 	soakTick     = flag.Int("soak.tick", 500, "the members' tickTime in ms")
 	soakPace     = flag.Duration("soak.pace", 10*time.Millisecond, "pause between two operations of one client")
 	soakStall    = flag.Duration("soak.stall", time.Second, "the longest fsync delay of the fsync-slow faults (each draws from a quarter of it to all of it)")
+	soakSnap     = flag.Int("soak.snapcount", 2000, "the members' snapCount: low, so that a full disk stops a member soon (it needs space for a snapshot)")
 	soakReport   = flag.String("soak.report", "", "also append the report's lines to this file")
 )
 
@@ -36,7 +37,6 @@ const (
 	lockClients     = 3
 	sessionTimeout  = 10 * time.Second
 	epochEvery      = 2 * time.Second
-	snapCount       = 1000 // low, so that a full disk stops a member soon
 )
 
 // result is one nemesis's line of the report.
@@ -133,7 +133,7 @@ func reportDir(t *testing.T) string {
 
 // soak runs one nemesis and checks what the workloads saw.
 func soak(t *testing.T, bin, name string, acts []action, random bool, seed uint64) result {
-	e := startEnsemble(t, bin, *soakTick, snapCount)
+	e := startEnsemble(t, bin, *soakTick, *soakSnap)
 	w := newWorkload(t, zkproc.Addrs(e.servers), sessionTimeout, *soakPace)
 	defer w.close()
 	ctx, cancel := context.WithCancel(context.Background())
