@@ -26,7 +26,7 @@ var (
 	soakSeed     = flag.Uint64("soak.seed", 0, "seed of the fault schedule; 0 draws one (the report prints it)")
 	soakTick     = flag.Int("soak.tick", 500, "the members' tickTime in ms")
 	soakPace     = flag.Duration("soak.pace", 10*time.Millisecond, "pause between two operations of one client")
-	soakStall    = flag.Duration("soak.stall", time.Second, "the longest fsync delay of the fsync-slow faults (each draws from a quarter of it to all of it)")
+	soakStall    = flag.Duration("soak.stall", 500*time.Millisecond, "the longest fsync delay of the fsync-slow faults, each drawn from a quarter of it to all of it (make soak: SOAK_STALL, 1s)")
 	soakSnap     = flag.Int("soak.snapcount", 2000, "the members' snapCount: low, so that a full disk stops a member soon (it needs space for a snapshot)")
 	soakReport   = flag.String("soak.report", "", "also append the report's lines to this file")
 )
