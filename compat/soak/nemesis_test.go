@@ -8,8 +8,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/zkd/zkd/compat/zkproc"
 )
 
 // Bounds of the waits of a fault: a deadline missed is a failure (the
@@ -160,10 +158,39 @@ func (n *nemesis) healthy(after string) error {
 	return n.progressed(20, availableWithin, after)
 }
 
+// repair undoes every fault after a failed one: disks cleared, proxies
+// healed, paused members continued, stopped members started again; then
+// it waits until every member serves and the workload moves.
+func (n *nemesis) repair() error {
+	for i, s := range n.e.servers {
+		n.e.clearDisk(i)
+		n.e.heal(i, true)
+		if s.Running() {
+			s.Resume()
+		} else if err := s.Start(); err != nil {
+			return fmt.Errorf("repair: start member %d: %w", i+1, err)
+		}
+	}
+	for i := range n.e.servers {
+		if err := n.e.waitServing(i, 2*availableWithin); err != nil {
+			return fmt.Errorf("repair: %w; log tail:\n%s", err, tail(n.e.lastStartLog(i), 3000))
+		}
+	}
+	return n.healthy("after the repair")
+}
+
 // restart starts member i again, as a supervisor would, and waits until
 // it serves.
-func (n *nemesis) restart(i int) {
-	n.e.servers[i].Restart(n.t)
+func (n *nemesis) restart(i int) error {
+	s := n.e.servers[i]
+	s.Stop()
+	if err := s.Start(); err != nil {
+		return fmt.Errorf("restart member %d: %w", i+1, err)
+	}
+	if err := n.e.waitServing(i, 2*availableWithin); err != nil {
+		return fmt.Errorf("restart: %w; log tail:\n%s", err, tail(n.e.lastStartLog(i), 3000))
+	}
+	return nil
 }
 
 func (n *nemesis) kill(i int) error {
@@ -174,8 +201,7 @@ func (n *nemesis) kill(i int) error {
 	if err := n.holdFault(fmt.Sprintf("after member %d was killed", i+1)); err != nil {
 		return err
 	}
-	n.restart(i)
-	return nil
+	return n.restart(i)
 }
 
 func (n *nemesis) pause(i int) error {
@@ -257,8 +283,7 @@ func (n *nemesis) fsyncEIO(i int) error {
 	if err := n.progressed(20, availableWithin, fmt.Sprintf("after member %d stopped on a failed fsync", i+1)); err != nil {
 		return err
 	}
-	n.restart(i)
-	return nil
+	return n.restart(i)
 }
 
 // diskFull leaves no space on member i's disk. The member serves while its
@@ -278,8 +303,7 @@ func (n *nemesis) diskFull(i int) error {
 	if err != nil {
 		return err
 	}
-	n.restart(i)
-	return nil
+	return n.restart(i)
 }
 
 // powerCut kills member i and drops every write its disk had not synced.
@@ -293,8 +317,7 @@ func (n *nemesis) powerCut(i int) error {
 	if err := n.holdFault(fmt.Sprintf("after member %d lost power", i+1)); err != nil {
 		return err
 	}
-	n.restart(i)
-	return nil
+	return n.restart(i)
 }
 
 // powerCutAll cuts the power of the whole ensemble at once and starts it
@@ -312,7 +335,16 @@ func (n *nemesis) powerCutAll() error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	zkproc.RestartAll(n.t, n.e.servers)
+	for i, s := range n.e.servers {
+		if err := s.Start(); err != nil {
+			return fmt.Errorf("restart member %d: %w", i+1, err)
+		}
+	}
+	for i := range n.e.servers {
+		if err := n.e.waitServing(i, 2*availableWithin); err != nil {
+			return fmt.Errorf("restart after the power cut: %w; log tail:\n%s", err, tail(n.e.lastStartLog(i), 3000))
+		}
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math/rand/v2"
 	"os"
@@ -54,6 +55,12 @@ type result struct {
 	lost       int
 	expired    int64
 	notes      []string
+	// failures are the faults zkd did not survive as it must; the run
+	// repairs the ensemble after each and goes on.
+	failures []string
+	// stopped says why the run ended early: the ensemble could not be
+	// repaired after a failure.
+	stopped error
 }
 
 // checked is the number of operations the checks covered.
@@ -66,9 +73,16 @@ func (r result) line() string {
 		faults = append(faults, fmt.Sprintf("%s×%d", k, r.faults[k]))
 		total += r.faults[k]
 	}
-	return fmt.Sprintf("soak %-9s %5.1f min  %3d faults  %7d ops checked (%d register ops, %d of unknown outcome, %s; %d lock holds; %d fenced writes; %d acknowledged creates)  violations %d  acknowledged writes lost %d  sessions expired %d  [%s]",
+	line := fmt.Sprintf("soak %-9s %5.1f min  %3d faults  %7d ops checked (%d register ops, %d of unknown outcome, %s; %d lock holds; %d fenced writes; %d acknowledged creates)  violations %d  acknowledged writes lost %d  sessions expired %d  [%s]",
 		r.nemesis, r.took.Minutes(), total, r.checked(), r.regOps, r.unknown, r.linear, r.holds, r.fenced, r.acked,
 		len(r.violations), r.lost, r.expired, strings.Join(faults, " "))
+	if len(r.failures) > 0 {
+		line += fmt.Sprintf("  FAILED %d faults, first: %s", len(r.failures), strings.SplitN(r.failures[0], "\n", 2)[0])
+	}
+	if r.stopped != nil {
+		line += "  STOPPED: " + strings.SplitN(r.stopped.Error(), "\n", 2)[0]
+	}
+	return line
 }
 
 // TestIntegration_Soak runs each nemesis of -soak.nemeses for
@@ -150,12 +164,13 @@ func soak(t *testing.T, bin, name string, acts []action, random bool, seed uint6
 		wg.Go(func() { w.lockClient(ctx, c, registerClients+i) })
 	}
 
-	n := &nemesis{t: t, e: e, w: w, rng: rand.New(rand.NewPCG(seed, uint64(len(name)))),
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	n := &nemesis{t: t, e: e, w: w, rng: rand.New(rand.NewPCG(seed, h.Sum64())),
 		hold: [2]time.Duration{time.Second, 4 * time.Second}, stall: *soakStall, counts: map[string]int{}}
 	r := result{nemesis: name, faults: n.counts}
 	start := time.Now()
-	var failure error
-	if failure = n.healthy("before the first fault"); failure == nil {
+	if r.stopped = n.healthy("before the first fault"); r.stopped == nil {
 		// Every fault of the nemesis runs at least once, however short
 		// the duration.
 		for k := 0; time.Since(start) < *soakDuration || !random && k < len(acts); k++ {
@@ -166,22 +181,34 @@ func soak(t *testing.T, bin, name string, acts []action, random bool, seed uint6
 			n.counts[a.name]++
 			n.logf("%s", a.name)
 			began := time.Now()
-			if err := a.run(n); err != nil {
-				failure = fmt.Errorf("%s: %w", a.name, err)
+			err := a.run(n)
+			if err == nil {
+				err = n.healthy("after " + a.name)
+			}
+			if err == nil {
+				n.logf("%s over, all members serving, %v after it began", a.name, time.Since(began).Round(time.Millisecond))
+				continue
+			}
+			// A failure is reported; the run repairs the ensemble and goes
+			// on, so that a long run says how often it happens.
+			r.failures = append(r.failures, fmt.Sprintf("%.1fs %s: %v", time.Since(w.start).Seconds(), a.name, err))
+			n.logf("%s FAILED: %v", a.name, err)
+			if r.stopped = n.repair(); r.stopped != nil {
 				break
 			}
-			if err := n.healthy("after " + a.name); err != nil {
-				failure = err
-				break
-			}
-			n.logf("%s over, all members serving, %v after it began", a.name, time.Since(began).Round(time.Millisecond))
 		}
 	}
 	r.took = time.Since(start)
 	cancel()
 	wg.Wait()
-	if failure != nil {
-		t.Errorf("soak %s: %v", name, failure)
+	for _, f := range r.failures[:min(len(r.failures), 20)] {
+		t.Errorf("soak %s: %s", name, f)
+	}
+	if len(r.failures) > 20 {
+		t.Errorf("soak %s: and %d failures more", name, len(r.failures)-20)
+	}
+	if r.stopped != nil {
+		t.Errorf("soak %s: stopped: %v", name, r.stopped)
 	}
 	r.notes = n.notes
 	// The clients' sessions end first: nothing they sent may still be on
