@@ -211,6 +211,21 @@ func soak(t *testing.T, bin, name string, acts []action, random bool, seed uint6
 		t.Errorf("soak %s: stopped: %v", name, r.stopped)
 	}
 	r.notes = n.notes
+	if w.expiries.Load() > 0 {
+		// Which member expired which session, and when, for the reader
+		// to set against the faults' lines above.
+		for i, s := range e.servers {
+			var lines []string
+			for l := range strings.Lines(s.Log()) {
+				if strings.Contains(l, "session expired") {
+					lines = append(lines, strings.TrimSpace(l))
+				}
+			}
+			if len(lines) > 0 {
+				t.Logf("member %d expired %d sessions; the first:\n%s", i+1, len(lines), strings.Join(lines[:min(len(lines), 5)], "\n"))
+			}
+		}
+	}
 	// The clients' sessions end first: nothing they sent may still be on
 	// its way when the members are compared.
 	w.close()
