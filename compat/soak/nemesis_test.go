@@ -209,8 +209,10 @@ func (n *nemesis) pause(i int) error {
 		return errNoLeader
 	}
 	n.e.servers[i].Pause()
+	paused := time.Now()
 	err := n.holdFault(fmt.Sprintf("while member %d was paused", i+1))
 	n.e.servers[i].Resume()
+	n.logf("member %d continued after %v paused", i+1, time.Since(paused).Round(time.Millisecond))
 	if err != nil {
 		return err
 	}
