@@ -44,17 +44,9 @@ func startEnsemble(t *testing.T, bin string, tick, snapCount int) *ensemble {
 	}
 	dirs := make([]string, members)
 	for i := range members {
-		backing, mnt := t.TempDir(), t.TempDir()
-		f, err := faultfs.Mount(backing, mnt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Registered before the members' cleanups, so it runs after them.
-		t.Cleanup(func() {
-			if err := f.Unmount(); err != nil {
-				t.Error(err)
-			}
-		})
+		// Unmounted after the members stop: their cleanups come later.
+		f := faultfs.MountTemp(t)
+		mnt := f.Dir()
 		f.SetFilter(notMyID)
 		e.fs[i] = f
 		// The member's zoo.cfg, log and working directory stay off the
