@@ -77,7 +77,8 @@ func (r result) line() string {
 		r.nemesis, r.took.Minutes(), total, r.checked(), r.regOps, r.unknown, r.linear, r.holds, r.fenced, r.acked,
 		len(r.violations), r.lost, r.expired, strings.Join(faults, " "))
 	if len(r.failures) > 0 {
-		line += fmt.Sprintf("  FAILED %d faults, first: %s", len(r.failures), strings.SplitN(r.failures[0], "\n", 2)[0])
+		first, _, _ := strings.Cut(r.failures[0], "; log tail:")
+		line += fmt.Sprintf("  FAILED %d faults, first: %s", len(r.failures), strings.SplitN(first, "\n", 2)[0])
 	}
 	if r.stopped != nil {
 		line += "  STOPPED: " + strings.SplitN(r.stopped.Error(), "\n", 2)[0]
