@@ -122,6 +122,23 @@ scale-test:
 	$(GO) test -count=1 -timeout 30m ./cmd/zkbench -run 'TestIntegration_SessionStorm$$' -v \
 		-storm-sessions 19500 -storm-hold 30s -storm-timeout 10s -storm-procs 2
 
+## soak: the fault schedule of compat/soak on a 3-member zkd ensemble under
+## the lock and register workloads, checked for linearizability: SOAK_MINUTES
+## (30) per nemesis of NEMESES (kill,pause,partition,disk,mixed); one line per
+## nemesis, also appended to bin/soak-report.txt (long; not in CI, whose go
+## test runs the same harness for 15 s per nemesis); SOAK_STALL is the longest
+## fsync delay of the slow-disk faults. See docs/disk-faults.md
+SOAK_MINUTES ?= 30
+NEMESES ?= kill,pause,partition,disk,mixed
+SOAK_STALL ?= 1s
+.PHONY: soak
+soak:
+	@mkdir -p bin; $(GO) build -o bin/zkd ./cmd/zkd || exit 1; \
+	n=$$(echo "$(NEMESES)" | tr ',' '\n' | grep -c .); \
+	echo "soak: $(SOAK_MINUTES) min per nemesis of $(NEMESES)"; \
+	ZKD_BIN="$(CURDIR)/bin/zkd" $(GO) test -count=1 -v -timeout $$(( ($(SOAK_MINUTES) + 15) * n ))m ./compat/soak -run 'TestIntegration_Soak$$' \
+		-soak.duration $(SOAK_MINUTES)m -soak.nemeses "$(NEMESES)" -soak.stall $(SOAK_STALL) -soak.report "$(CURDIR)/bin/soak-report.txt"
+
 ## diff-long: differential zkd vs ZooKeeper 3.8 on many random seeds (SEEDS, STEPS)
 SEEDS ?= 500
 STEPS ?= 150

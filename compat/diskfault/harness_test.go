@@ -18,16 +18,7 @@ import (
 // its faults limited to the data directory of member 1 (see memberDir).
 func mountDir(t *testing.T) *faultfs.FS {
 	t.Helper()
-	backing, mnt := t.TempDir(), t.TempDir()
-	f, err := faultfs.Mount(backing, mnt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Unmount(); err != nil {
-			t.Error(err)
-		}
-	})
+	f := faultfs.MountTemp(t)
 	f.SetFilter(memberData(0))
 	return f
 }

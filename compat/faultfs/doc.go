@@ -16,6 +16,9 @@
 //	ffs.Clear()                      // no faults
 //	ffs.PowerCut()                   // drop every write not yet fsynced
 //
+// MountTemp mounts one over fresh temporary directories of a test and
+// unmounts it when the test ends.
+//
 // SetFilter restricts the faults to paths (relative to the mount) a
 // predicate accepts; Injected counts the faults answered so far, so a test
 // can wait for the first one instead of sleeping.

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fs"
@@ -88,6 +89,23 @@ func Mount(backing, mnt string) (*FS, error) {
 		return nil, fmt.Errorf("faultfs: mount %s: %w", mnt, err)
 	}
 	return f, nil
+}
+
+// MountTemp mounts a file system over a fresh temporary directory of t
+// at another, and unmounts it when t ends: after the cleanups registered
+// later, such as those stopping the processes that use it.
+func MountTemp(t testing.TB) *FS {
+	t.Helper()
+	f, err := Mount(t.TempDir(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Unmount(); err != nil {
+			t.Error(err)
+		}
+	})
+	return f
 }
 
 // Unmount unmounts the file system. Files still open through it make this
