@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble"
@@ -100,6 +102,9 @@ type Store struct {
 	fs        *countingFS
 	log       *zap.Logger
 	writeOpts *pebble.WriteOptions
+	// onDisk is Options.OnDiskFailure: release hands it the I/O error
+	// a Pebble write panicked with.
+	onDisk    func(file string, err error)
 	chunkSize int
 	// cache is the database's block cache, emptied after each snapshot
 	// read (see snapshotReader.Close); cacheSize its capacity.
@@ -197,6 +202,7 @@ func Open(opts Options) (*Store, error) {
 		writeOpts: pebble.Sync,
 		chunkSize: opts.SnapshotChunkSize,
 		onAppend:  opts.OnAppend,
+		onDisk:    opts.OnDiskFailure,
 		cache:     cache,
 		cacheSize: opts.CacheSize,
 	}
@@ -362,8 +368,33 @@ func (s *Store) acquire() error {
 	return nil
 }
 
-// release ends what acquire began.
-func (s *Store) release() { s.closeMu.RUnlock() }
+// release ends what acquire began. Deferred by every write, it also takes
+// a panic of Pebble's with an I/O error (Pebble panics when it cannot
+// create its next WAL file, e.g. on a full disk while a snapshot fills the
+// memtable) to OnDiskFailure, which logs the one DISK FULL or DISK FAILURE
+// line and exits, instead of a Go stack trace and exit status 2.
+func (s *Store) release() {
+	s.closeMu.RUnlock()
+	if r := recover(); r != nil {
+		s.diskPanic(r)
+	}
+}
+
+// diskPanic hands a panic with an I/O error to onDisk, and panics again
+// with anything else.
+func (s *Store) diskPanic(r any) {
+	err, ok := r.(error)
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if ok && s.onDisk != nil && (errors.As(err, &pe) || errors.As(err, &errno)) {
+		file := s.dir
+		if pe != nil {
+			file = pe.Path
+		}
+		s.onDisk(file, err)
+	}
+	panic(r)
+}
 
 // logKey returns the key of log entry idx.
 func logKey(idx uint64) []byte {

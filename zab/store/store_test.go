@@ -3,7 +3,9 @@ package store
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"reflect"
+	"syscall"
 	"testing"
 	"time"
 
@@ -376,5 +378,39 @@ func TestMetrics(t *testing.T) {
 	}
 	if m := s.Metrics(); m.LogDiskBytes == 0 {
 		t.Fatalf("LogDiskBytes = 0 after flush")
+	}
+}
+
+// TestWritePanicGoesToOnDiskFailure: a panic with an I/O error inside a
+// write (Pebble panics when it cannot create its next WAL file on a full
+// disk) reaches OnDiskFailure with the file, which logs DISK FULL and exits
+// 74 in zkd; any other panic goes on as a panic.
+func TestWritePanicGoesToOnDiskFailure(t *testing.T) {
+	s, _ := openTest(t, true)
+	type exited struct{ file string }
+	s.onDisk = func(file string, err error) {
+		if !errors.Is(err, syscall.ENOSPC) {
+			t.Errorf("OnDiskFailure got %v, want ENOSPC", err)
+		}
+		panic(exited{file}) // zkd exits here; the test unwinds instead
+	}
+	write := func(v any) (r any) {
+		defer func() { r = recover() }()
+		if err := s.acquire(); err != nil {
+			t.Fatal(err)
+		}
+		defer s.release()
+		panic(v)
+	}
+	enospc := &fs.PathError{Op: "write", Path: "/data/zkd/000018.log", Err: syscall.ENOSPC}
+	if got, ok := write(enospc).(exited); !ok || got.file != "/data/zkd/000018.log" {
+		t.Fatalf("a write panicking with ENOSPC ended in %v, want OnDiskFailure naming the file", got)
+	}
+	if got := write("a bug"); got != "a bug" {
+		t.Fatalf("a write panicking with a non-I/O value ended in %v, want the panic to go on", got)
+	}
+	// The store still works: release unlocked before handing the panic on.
+	if err := s.SetUint64([]byte("k"), 7); err != nil {
+		t.Fatal(err)
 	}
 }
