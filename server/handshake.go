@@ -55,7 +55,10 @@ func (c *conn) handshake() bool {
 		return false
 	}
 	c.s.zm.connectionRequests.Inc() // as ZooKeeper: connect requests past the throttle
-	if req.SessionId != 0 && !c.readOnly.Load() && !c.s.syncReattach() {
+	lo := int32(c.s.cfg.minTimeout() / time.Millisecond)
+	hi := int32(c.s.cfg.maxTimeout() / time.Millisecond)
+	timeout := session.Negotiate(req.TimeOut, lo, hi)
+	if req.SessionId != 0 && !c.readOnly.Load() && !c.s.syncReattach(time.Duration(timeout)*time.Millisecond) {
 		c.logger().Info("connection refused: could not sync with the leader before resuming the session",
 			zap.String("requested", hexID(req.SessionId)))
 		return false
@@ -66,9 +69,6 @@ func (c *conn) handshake() bool {
 			zap.String("lastZxidSeen", hexID(req.LastZxidSeen)), zap.String("lastZxid", hexID(last)))
 		return false
 	}
-	lo := int32(c.s.cfg.minTimeout() / time.Millisecond)
-	hi := int32(c.s.cfg.maxTimeout() / time.Millisecond)
-	timeout := session.Negotiate(req.TimeOut, lo, hi)
 	resp := jute.ConnectResponse{HasReadOnly: req.HasReadOnly}
 	id := req.SessionId
 	if c.readOnly.Load() {

@@ -358,14 +358,19 @@ func (s *Server) waitZxid(zxid int64) bool {
 }
 
 // syncReattach syncs an ensemble member with the leader before a session
-// resumes on it (see ReattachSyncer), giving it the same time as waitZxid;
-// true on a standalone server.
-func (s *Server) syncReattach() bool {
+// resumes on it (see ReattachSyncer); true on a standalone server. It
+// waits as long as waitZxid, or a third of the session's timeout if that
+// is longer: a leader whose disk is slow (fsyncs of seconds) takes longer
+// than 2 s to sync, and a refused client only tries the next member,
+// which must sync with the same leader, until its session expires. A
+// third leaves the client two thirds to reconnect elsewhere should this
+// member be the one cut off.
+func (s *Server) syncReattach(sessionTimeout time.Duration) bool {
 	rs, ok := s.b.(ReattachSyncer)
 	if !ok {
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), min(5*s.cfg.TickTime, 2*time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), max(min(5*s.cfg.TickTime, 2*time.Second), sessionTimeout/3))
 	defer cancel()
 	return rs.SyncReattach(ctx) == nil
 }

@@ -217,8 +217,15 @@ func (n *Node) proposeLoop() {
 
 // pokeDueLocked reports whether the followers must be told of a commit:
 // a batch of theirs landed, and no batch follows that would carry it.
+// Not while the log's fdatasync takes CommitTimeout or longer: raft sends
+// the commit within one to two CommitTimeouts anyway, and a poke, an entry
+// of its own, would hold the next batch behind one more slow fdatasync (a
+// leader whose disk stalls for a second per fsync took two per write).
 // The caller holds submitMu.
 func (n *Node) pokeDueLocked() bool {
+	if time.Duration(n.lastSync.Load()) >= n.commitTimeout {
+		return false
+	}
 	return n.batch.poke && len(n.batch.queue) == 0 && len(n.batch.inflight) == 0
 }
 

@@ -420,3 +420,33 @@ func TestSyncStormSharesBarriers(t *testing.T) {
 	}
 	t.Logf("%d syncs and %d writes: %d raft entries", syncs, writers*writes, entries)
 }
+
+// TestNoPokeWhileFsyncSlow: a poke is due after a batch of other members'
+// requests lands with nothing behind it, unless the log's last fdatasync
+// took raft's CommitTimeout or longer: then raft's own commit message comes
+// sooner than a poke, whose entry would queue the next batch behind one
+// more slow fdatasync.
+func TestNoPokeWhileFsyncSlow(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	defer n.Close()
+	tests := []struct {
+		lastSync time.Duration
+		want     bool
+	}{
+		{0, true},
+		{n.commitTimeout / 2, true},
+		{n.commitTimeout, false},
+		{2 * time.Second, false},
+	}
+	for _, tt := range tests {
+		n.submitMu.Lock()
+		n.batch.poke = true
+		n.lastSync.Store(int64(tt.lastSync))
+		got := n.pokeDueLocked()
+		n.batch.poke = false
+		n.submitMu.Unlock()
+		if got != tt.want {
+			t.Errorf("last fdatasync %v (CommitTimeout %v): poke due %v, want %v", tt.lastSync, n.commitTimeout, got, tt.want)
+		}
+	}
+}

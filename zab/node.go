@@ -216,6 +216,9 @@ type Node struct {
 	raft  *raft.Raft
 	// lastSync is the duration of the raft log's last fdatasync, in ns.
 	lastSync atomic.Int64
+	// commitTimeout is raft's CommitTimeout: the longest a follower waits
+	// to hear of a commit without a poke (batch.go).
+	commitTimeout time.Duration
 	// raftReady is raft once NewRaft returned, for the apply goroutine,
 	// which may run before n.raft is set (divergence reports).
 	raftReady atomic.Pointer[raft.Raft]
@@ -368,6 +371,7 @@ func Open(cfg Config) (*Node, error) {
 		rc.CommitTimeout = cfg.CommitTimeout
 	}
 	rc.BatchApplyCh = true
+	n.commitTimeout = rc.CommitTimeout
 	// Client writes are packed (batch.go), so few entries wait at once;
 	// raft allocates a slice of this many pointers for every commit.
 	rc.MaxAppendEntries = maxAppendEntries
