@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -717,4 +718,37 @@ func TestPingAnsweredBehindStalledWrite(t *testing.T) {
 	if h := c.reply(&resp); h.Xid != 1 || h.Err != 0 || resp.Path != "/stalled" {
 		t.Fatalf("write's reply = %+v %+v, want xid 1 creating /stalled", h, resp)
 	}
+}
+
+// TestFDHeadroomRefusesClients: once the process's descriptors (those open
+// when Serve began plus the client connections) would leave less than the
+// headroom under RLIMIT_NOFILE, a new client connection is closed at once,
+// so raft and the member's files keep descriptors of their own; below it,
+// clients are accepted again. The test moves the count Serve began with
+// rather than the process's limit.
+func TestFDHeadroomRefusesClients(t *testing.T) {
+	ts := startServer(t, nil)
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Serve counted its descriptors", func() bool {
+		ts.mu.Lock()
+		defer ts.mu.Unlock()
+		return ts.fdBase > 0
+	})
+	ts.mu.Lock()
+	base := ts.fdBase
+	ts.fdBase = int(rl.Cur) - max(int(rl.Cur)/64, 4) // one more connection crosses the headroom
+	ts.mu.Unlock()
+	refused := ts.stats.connectionRejected.Load()
+	dialRaw(t, ts.addr).expectClosed()
+	if got := ts.stats.connectionRejected.Load(); got != refused+1 {
+		t.Fatalf("refusals %d, want %d", got, refused+1)
+	}
+	ts.mu.Lock()
+	ts.fdBase = base
+	ts.mu.Unlock()
+	c := dialRaw(t, ts.addr)
+	c.session()
 }

@@ -47,6 +47,8 @@ type Server struct {
 	reserve  fdReserve   // see refuseOutOfFiles
 	throttle requestGate // see admit
 	slow     slowLimiter // see noteSlow
+	fdLog    slowLimiter // see overFDHeadroom
+	fdBase   int         // descriptors open when Serve began (see overFDHeadroom)
 	// connThrottle is ZooKeeper's connection throttle (connthrottle.go).
 	connThrottle *connThrottle
 }
@@ -125,6 +127,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	s.mu.Unlock()
 	s.log.Info("serving clients", zap.String("addr", ln.Addr().String()))
 	s.reserve.hold()
+	s.mu.Lock()
+	s.fdBase = openFDs()
+	s.mu.Unlock()
 	if av, ok := s.b.(Availability); ok {
 		was := av.Serving() // before the first accept: its connections follow this state
 		s.goAttach(func() { s.watchAvailability(av, was) })
@@ -177,7 +182,7 @@ func (s *Server) accept(nc net.Conn) {
 		nc.Close()
 		return
 	}
-	if s.overMaxCnxns(nc) {
+	if s.overMaxCnxns(nc) || s.overFDHeadroom(nc) {
 		s.mu.Unlock()
 		nc.Close()
 		return
