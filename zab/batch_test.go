@@ -126,15 +126,12 @@ func TestBatchAppliesAsSingleEntries(t *testing.T) {
 func TestNodePacksConcurrentWrites(t *testing.T) {
 	n := openNode(t, t.TempDir())
 	defer n.Close()
-	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
-	if s.Err != nil {
-		t.Fatal(s.Err)
-	}
+	s := openSession(t, n)
 	before := n.raft.LastIndex()
 	const writes = 500
 	var futures []*Future
 	for i := range writes {
-		body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/p%d", i), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+		body := createBody(fmt.Sprintf("/p%d", i))
 		futures = append(futures, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
 	}
 	var last int64
@@ -194,14 +191,11 @@ func TestNodeForwardedBatchFailsOnClose(t *testing.T) {
 func TestNodeBatchPacingSettles(t *testing.T) {
 	n := openNode(t, t.TempDir())
 	defer n.Close()
-	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
-	if s.Err != nil {
-		t.Fatal(s.Err)
-	}
+	s := openSession(t, n)
 	for round := range 3 {
 		var fs []*Future
 		for i := range 50 {
-			body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/r%d-%d", round, i), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+			body := createBody(fmt.Sprintf("/r%d-%d", round, i))
 			fs = append(fs, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
 		}
 		waitAll(t, fs)
@@ -288,13 +282,10 @@ func waitAll(t *testing.T, fs []*Future) {
 func TestNodeSnapshotsAfterSnapCountWrites(t *testing.T) {
 	n := openNode(t, t.TempDir(), func(c *Config) { c.SnapshotThreshold = 50 })
 	defer n.Close()
-	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
-	if s.Err != nil {
-		t.Fatal(s.Err)
-	}
+	s := openSession(t, n)
 	var fs []*Future
 	for i := range 200 {
-		body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/s%d", i), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+		body := createBody(fmt.Sprintf("/s%d", i))
 		fs = append(fs, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
 	}
 	waitAll(t, fs)
@@ -346,14 +337,11 @@ func TestFutureOnComplete(t *testing.T) {
 func TestSyncCoversQueuedWrites(t *testing.T) {
 	n := openNode(t, t.TempDir())
 	defer n.Close()
-	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
-	if s.Err != nil {
-		t.Fatal(s.Err)
-	}
+	s := openSession(t, n)
 	for round := range 20 {
 		var futures []*Future
 		for i := range 200 {
-			body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/s%d-%d", round, i), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+			body := createBody(fmt.Sprintf("/s%d-%d", round, i))
 			futures = append(futures, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
 		}
 		if err := n.Sync(context.Background()); err != nil {
@@ -377,10 +365,7 @@ func TestSyncCoversQueuedWrites(t *testing.T) {
 func TestSyncStormSharesBarriers(t *testing.T) {
 	n := openNode(t, t.TempDir())
 	defer n.Close()
-	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
-	if s.Err != nil {
-		t.Fatal(s.Err)
-	}
+	s := openSession(t, n)
 	before := n.raft.LastIndex()
 	const syncs, writers, writes = 4000, 8, 100
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -392,7 +377,7 @@ func TestSyncStormSharesBarriers(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range writes {
-				body := jute.Encode(&jute.CreateRequest{Path: fmt.Sprintf("/w%d-%d", w, i), Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
+				body := createBody(fmt.Sprintf("/w%d-%d", w, i))
 				if r := n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}).Wait(); r.Err != nil {
 					errs <- r.Err
 					return
@@ -449,4 +434,19 @@ func TestNoPokeWhileFsyncSlow(t *testing.T) {
 			t.Errorf("last fdatasync %v (CommitTimeout %v): poke due %v, want %v", tt.lastSync, n.commitTimeout, got, tt.want)
 		}
 	}
+}
+
+// openSession opens a 30 s session on n for a test's writes.
+func openSession(t *testing.T, n *Node) Result {
+	t.Helper()
+	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 30000}).Wait()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	return s
+}
+
+// createBody is a create request for path, open to anyone.
+func createBody(path string) []byte {
+	return jute.Encode(&jute.CreateRequest{Path: path, Acl: []jute.ACL{{Perms: jute.PermAll, Id: jute.Id{Scheme: "world", Id: "anyone"}}}})
 }
