@@ -42,10 +42,23 @@ test: deps
 
 # zkd is built once here for every test package that starts it (zkproc
 # reads ZKD_BIN); if it does not build, the tests that need it report why.
+#
+# compat/soak runs without -race. Its clients reconnect through hundreds
+# of faults while they hold watches, and go-zk v1.0.4 has a known data
+# race on that path (Conn.lastZxid, written by recvLoop while loop's
+# sendSetWatches reads it: samuel/go-zookeeper#178 and #260, the fix in
+# go-zookeeper/zk#35 never merged). The detector saw it in CI on
+# 2026-11-27. The servers the soak checks are separate processes, so
+# -race there watched only go-zk and the harness.
+RACE_PKGS = $(shell $(GO) list ./... 2>/dev/null | grep -v '/compat/soak$$')
 test-go:
 	@mkdir -p bin; if [ -d cmd/zkd ] && $(GO) build -o bin/zkd ./cmd/zkd; then export ZKD_BIN="$(CURDIR)/bin/zkd"; fi; \
-	echo "$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./..."; \
-	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	status=0; \
+	echo "$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) <every package but compat/soak>"; \
+	$(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) $(RACE_PKGS) || status=1; \
+	echo "$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./compat/soak"; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./compat/soak || status=1; \
+	exit $$status
 
 ## test-unit: fast run without the real-process integration tests
 test-unit:
