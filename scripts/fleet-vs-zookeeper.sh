@@ -121,6 +121,11 @@ python3 - "$BENCH_DIR" "$SERVERS" "$PHASES" <<-'PY'
 	                  f"{st['errors'] + st['unfinished']:>6}  {mem}  {load}")
 	            if st.get("fault"):
 	                print(f"{'':25}{st['fault']}")
+	            per = [m["rss_per_session"] for m in st.get("members", []) if m.get("rss_per_session")]
+	            if per:
+	                base = " ".join(f"{m.get('rss', 0) / 2**20:.0f}" for m in r.get("members_before_sessions", []))
+	                print(f"{'':25}RSS per session over the tree alone: {min(per) / 1024:.1f}-{max(per) / 1024:.1f} KiB "
+	                      f"(members before the sessions: {base} MiB)")
 	        if r.get("search_p99_us") and r.get("best_rate"):
 	            print(f"{'':25}highest rate with p99 < {ms(r['search_p99_us'])} ms: {r['best_rate']:.0f}/s "
 	                  f"(p99 {ms(r.get('best_p99_us', 0))} ms); at half: p99 {ms(r.get('half_p99_us', 0))} ms")

@@ -64,6 +64,15 @@ func TestIntegration_FleetLeaderKill(t *testing.T) {
 	if st.Unfinished != 0 {
 		t.Errorf("%d acquisitions left waiting after the leader kill, e.g. %v", st.Unfinished, st.Stuck)
 	}
+	// At the end every session is home again, on the members left: their
+	// connections, as srvr counts them, hold the whole fleet.
+	conns := 0
+	for _, m := range st.Members {
+		conns += m.Conns
+	}
+	if conns < *fleetSessions {
+		t.Errorf("the members left hold %d connections at the end, want the fleet's %d: %+v", conns, *fleetSessions, st.Members)
+	}
 }
 
 // runFleetFault runs a fleet of sessions on servers (3 voters and an

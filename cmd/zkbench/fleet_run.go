@@ -214,24 +214,32 @@ type fleetStep struct {
 
 // member is one server's figures over a phase.
 type member struct {
-	Addr string  `json:"addr"`
-	Mode string  `json:"mode,omitempty"`
-	PID  int     `json:"pid,omitempty"`
-	RSS  int64   `json:"rss,omitempty"`
-	CPU  float64 `json:"cpu_percent,omitempty"`
+	Addr  string  `json:"addr"`
+	Mode  string  `json:"mode,omitempty"`
+	PID   int     `json:"pid,omitempty"`
+	RSS   int64   `json:"rss,omitempty"`
+	CPU   float64 `json:"cpu_percent,omitempty"`
+	Conns int     `json:"connections"` // client connections, from srvr
+	// RSSPerSession is (RSS - RSS before the fleet's sessions opened) /
+	// Conns, in bytes: what a session costs this member with the lock
+	// tree already in memory; 0 when unknown (the member restarted).
+	RSSPerSession float64 `json:"rss_per_session,omitempty"`
 }
 
 // fleetReport is the fleet workload's result.
 type fleetReport struct {
-	Sessions  int         `json:"sessions"`
-	Paths     int         `json:"paths"`
-	Hold      float64     `json:"hold_ms"`
-	OpenSecs  float64     `json:"open_seconds"`
-	Steps     []fleetStep `json:"steps"`
-	BestRate  float64     `json:"best_rate,omitempty"`     // -fleet-search: last rate with p99 under -search-p99
-	BestP99   float64     `json:"best_p99_us,omitempty"`   // its p99
-	HalfP99   float64     `json:"half_p99_us,omitempty"`   // p99 at half of BestRate
-	SearchP99 float64     `json:"search_p99_us,omitempty"` // the bound
+	Sessions int         `json:"sessions"`
+	Paths    int         `json:"paths"`
+	Hold     float64     `json:"hold_ms"`
+	OpenSecs float64     `json:"open_seconds"`
+	Steps    []fleetStep `json:"steps"`
+	// Before is each member with the lock tree made and before the
+	// fleet's sessions opened: the base of RSSPerSession.
+	Before    []member `json:"members_before_sessions,omitempty"`
+	BestRate  float64  `json:"best_rate,omitempty"`     // -fleet-search: last rate with p99 under -search-p99
+	BestP99   float64  `json:"best_p99_us,omitempty"`   // its p99
+	HalfP99   float64  `json:"half_p99_us,omitempty"`   // p99 at half of BestRate
+	SearchP99 float64  `json:"search_p99_us,omitempty"` // the bound
 }
 
 // runFleet is the fleet workload.
@@ -243,6 +251,7 @@ func runFleet(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 	if err := makeFleetTree(ctx, cfg, logw); err != nil {
 		return nil, err
 	}
+	base := sampleMembers(cfg)
 	ips := cfg.sourceIPs
 	if ips == 0 {
 		ips = (cfg.clients + sessionsPerIP - 1) / sessionsPerIP
@@ -263,7 +272,7 @@ func runFleet(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 		fleet = localFleet{w}
 	}
 	defer fleet.close()
-	rep := &fleetReport{Sessions: cfg.clients, Paths: cfg.paths, Hold: float64(cfg.hold) / 1e6, OpenSecs: time.Since(start).Seconds()}
+	rep := &fleetReport{Sessions: cfg.clients, Paths: cfg.paths, Hold: float64(cfg.hold) / 1e6, OpenSecs: time.Since(start).Seconds(), Before: base}
 	res := &result{Workload: "fleet", Servers: cfg.servers, Clients: cfg.clients, Procs: cfg.procs, Fleet: rep}
 	fmt.Fprintf(logw, "zkbench: fleet: %d sessions open on %d members in %.1fs\n", cfg.clients, len(cfg.servers), rep.OpenSecs)
 	if cfg.warmup > 0 {
@@ -308,6 +317,9 @@ func runFleet(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 				m.CPU = (m.CPU - before[i].CPU) / p.Seconds * 100
 			} else {
 				m.CPU = 0
+			}
+			if i < len(base) && base[i].PID == m.PID && m.PID != 0 && m.Conns > 0 {
+				m.RSSPerSession = float64(m.RSS-base[i].RSS) / float64(m.Conns)
 			}
 			st.Members = append(st.Members, m)
 		}
@@ -360,7 +372,8 @@ func runFleet(ctx context.Context, cfg config, logw io.Writer) (*result, error) 
 func sampleMembers(cfg config) []member {
 	out := make([]member, len(cfg.servers))
 	for i, addr := range cfg.servers {
-		m := member{Addr: addr, Mode: memberMode(addr)}
+		m := member{Addr: addr}
+		m.Mode, m.Conns = memberStatus(addr)
 		if i < len(cfg.pids) {
 			m.PID = cfg.pids[i]
 		} else {
@@ -381,22 +394,36 @@ func sampleMembers(cfg config) []member {
 // memberMode asks addr "srvr" and returns its Mode (leader, follower,
 // observer, standalone), or "down".
 func memberMode(addr string) string {
+	mode, _ := memberStatus(addr)
+	return mode
+}
+
+// memberStatus asks addr "srvr" and returns its Mode ("down" when it
+// does not answer, "unknown" without the line) and its count of client
+// connections (the srvr connection itself not counted).
+func memberStatus(addr string) (mode string, conns int) {
 	nc, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
-		return "down"
+		return "down", 0
 	}
 	defer nc.Close()
 	nc.SetDeadline(time.Now().Add(2 * time.Second))
 	if _, err := nc.Write([]byte("srvr")); err != nil {
-		return "down"
+		return "down", 0
 	}
 	b, _ := io.ReadAll(nc)
+	mode = "unknown"
 	for line := range strings.SplitSeq(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "Mode:"); ok {
-			return strings.TrimSpace(v)
+			mode = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "Connections:"); ok {
+			if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				conns = max(n-1, 0)
+			}
 		}
 	}
-	return "unknown"
+	return mode, conns
 }
 
 // pidListening returns the process listening on addr's TCP port, from
@@ -490,7 +517,11 @@ func (f *fleetReport) write(b *strings.Builder, r *result) {
 				fmtMicros(l.P50), fmtMicros(l.P99), fmtMicros(l.Max))
 		}
 		for _, m := range st.Members {
-			fmt.Fprintf(b, "  member %-21s %-10s pid %-7d RSS %7.1f MiB  CPU %5.1f%%\n", m.Addr, m.Mode, m.PID, float64(m.RSS)/(1<<20), m.CPU)
+			fmt.Fprintf(b, "  member %-21s %-10s pid %-7d RSS %7.1f MiB  CPU %5.1f%%  %6d sessions", m.Addr, m.Mode, m.PID, float64(m.RSS)/(1<<20), m.CPU, m.Conns)
+			if m.RSSPerSession > 0 {
+				fmt.Fprintf(b, "  %5.1f KiB each over the tree alone", m.RSSPerSession/1024)
+			}
+			fmt.Fprintln(b)
 		}
 		if st.LastErr != "" {
 			fmt.Fprintf(b, "  last error: %s\n", st.LastErr)
