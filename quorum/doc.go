@@ -71,9 +71,14 @@
 //	forward hold       = syncLimit × tickTime
 //	CommitTimeout      = 1ms                        (commit index to followers)
 //
-// With tickTime=200 and syncLimit=5, followers notice a dead leader within
-// 200–400ms and a new one is elected some 200–400ms later: about a second
-// from leader loss to the next acknowledged write. A leader that cannot
+// With tickTime=200 and syncLimit=5, followers notice a silent leader
+// within 200–400ms and a new one is elected some 200–400ms later: about a
+// second from leader loss to the next acknowledged write. A leader whose
+// process ended (kill -9, a crash) is not left to these timeouts: its
+// followers' streams to it end and its election port refuses, and the
+// voters left campaign at once, in turn by server id, as ZooKeeper's
+// followers elect when their socket to the leader ends (leadergone.go).
+// That failover takes tens of milliseconds whatever tickTime is. A leader that cannot
 // reach a majority steps down after LeaderLeaseTimeout; a follower that
 // has heard from no leader for the serving lease (syncLimit ticks, as in
 // ZooKeeper) stops serving: Serving reports false and the server closes

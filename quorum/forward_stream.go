@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -94,6 +95,7 @@ func (f *forwarder) deliver(c *fconn, it fwdItem, closeConn func()) *fconn {
 		if c != nil {
 			if err := f.send(c, it); err != nil {
 				f.log().Debug("forward stream broke", zap.String("peer", string(c.target)), zap.Error(err))
+				go f.m.leaderStreamEnded(c.target, err)
 				closeConn()
 				f.failItem(it, zab.ErrNotLeader)
 				return nil
@@ -147,6 +149,9 @@ func (f *forwarder) dial(leader raft.ServerID) *fconn {
 	nc, err := f.m.dialMember(p.ElectionAddr(), "election", f.m.timing.HoldTimeout)
 	if err != nil {
 		f.log().Debug("forward dial failed", zap.String("peer", p.ElectionAddr()), zap.Error(err))
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			go f.m.leaderStreamEnded(leader, err)
+		}
 		return nil
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
@@ -203,6 +208,11 @@ func (f *forwarder) readLoop(c *fconn) {
 		kind, body, err := readMsg(r)
 		if err != nil {
 			c.broken.Store(true)
+			if !errors.Is(err, net.ErrClosed) {
+				// Ended by the far side, not by closeConn: perhaps the
+				// leader's process is gone (leadergone.go).
+				go f.m.leaderStreamEnded(c.target, err)
+			}
 			select {
 			case f.brokenCh <- c:
 			case <-f.stop:

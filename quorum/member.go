@@ -51,6 +51,9 @@ type Member struct {
 	stop        chan struct{}
 	wg          sync.WaitGroup
 
+	// leaderProbe is set while leaderStreamEnded probes a leader.
+	leaderProbe atomic.Bool
+
 	// refusals limits the log lines about refused member connections.
 	refusals refusalLog
 

@@ -214,6 +214,10 @@ type Node struct {
 	wal   *wal.Log // raft's log; store keeps the stable store and snapshots
 	logs  *logCache
 	raft  *raft.Raft
+	// transport and addr are raft's transport and this member's address
+	// on it (CampaignNow sends itself a TimeoutNow through them).
+	transport raft.Transport
+	addr      raft.ServerAddress
 	// lastSync is the duration of the raft log's last fdatasync, in ns.
 	lastSync atomic.Int64
 	// commitTimeout is raft's CommitTimeout: the longest a follower waits
@@ -393,6 +397,7 @@ func Open(cfg Config) (*Node, error) {
 	} else {
 		transport, addr = cfg.Transport, cfg.Transport.LocalAddr()
 	}
+	n.transport, n.addr = transport, addr
 	servers := cfg.Servers
 	if len(servers) == 0 {
 		servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}
@@ -652,6 +657,43 @@ func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 func (n *Node) Leader() raft.ServerID {
 	_, id := n.raft.LeaderWithID()
 	return id
+}
+
+// IsVoter reports whether this member votes in the raft configuration
+// it knows (false for an observer, and for a member not in it).
+func (n *Node) IsVoter() bool {
+	f := n.raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	self := raft.ServerID(fmt.Sprint(n.cfg.MyID))
+	for _, s := range f.Configuration().Servers {
+		if s.ID == self {
+			return s.Suffrage == raft.Voter
+		}
+	}
+	return false
+}
+
+// CampaignNow makes this member a candidate at once, as the target of a
+// leadership transfer becomes one: it sends itself raft's TimeoutNow
+// through the transport, so its vote requests carry the transfer flag and
+// the other voters grant them despite still knowing the old leader (if
+// this member's log is as up to date as theirs, as raft always requires).
+// It is for a follower that knows its leader's process is gone (quorum's
+// leader watch), which would otherwise wait raft's heartbeat timeout. An
+// election started early costs a term, never safety.
+func (n *Node) CampaignNow() error {
+	if n.standalone {
+		return errors.New("zab: campaign: a standalone member leads already")
+	}
+	self := fmt.Sprint(n.cfg.MyID)
+	req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte(self), Addr: []byte(n.addr)}}
+	var resp raft.TimeoutNowResponse
+	if err := n.transport.TimeoutNow(raft.ServerID(self), n.addr, req, &resp); err != nil {
+		return fmt.Errorf("zab: campaign: TimeoutNow to this member (%s): %w", n.addr, err)
+	}
+	return nil
 }
 
 // Raft exposes the raft instance for figures (LastContact, Stats) and
