@@ -11,12 +11,14 @@
 // the follower dials the leader's election port once. A refused
 // connection means no process listens there any more. A paused or
 // partitioned leader does not refuse (the dial succeeds or times out), and
-// is left to raft's timeouts, as before. On a refusal the voters that
-// remain campaign in turn, in the order of their server ids, leaderGoneStagger
-// apart: the first at once, each later one only if no other leader is known
-// by its turn (the first could not win: its log was behind). A campaign
-// is raft's TimeoutNow sent to oneself (zab.Node.CampaignNow), so the
-// other voters grant the vote although they still know the dead leader.
+// is left to raft's timeouts, as before; so is a follower that cannot
+// reach a majority of voters itself (it may be the one cut off). On a
+// refusal the voters that remain campaign in turn, in the order of their
+// server ids, leaderGoneStagger apart: the first at once, each later one
+// only if no other leader is known by its turn (the first could not win:
+// its log was behind). A campaign is raft's TimeoutNow sent to oneself
+// (zab.Node.CampaignNow), so the other voters grant the vote although
+// they still know the dead leader.
 // Only liveness changes; who may win is still raft's rule.
 
 package quorum
@@ -70,8 +72,12 @@ func (m *Member) leaderStreamEnded(leader raft.ServerID, err error) {
 	if !processGone(p.ElectionAddr()) {
 		return // it listens (a leader change), or cannot be told: raft's timeouts decide
 	}
-	rank := m.voterRank(leader)
-	if rank < 0 {
+	rank, voters := m.voterRank(leader)
+	if rank < 0 || !m.majorityReachable(voters) {
+		// Not a voter; or this member is the one cut off (a firewall
+		// that rejects every member's connections looks like dead
+		// processes): its campaign could only raise the term and unseat
+		// the real leader once the network heals.
 		return
 	}
 	wait := time.Duration(rank) * m.leaderGoneStagger()
@@ -121,21 +127,45 @@ func processGone(addr string) bool {
 }
 
 // voterRank is this member's place, by server id, among the voters of
-// raft's configuration other than gone; -1 when it is not one of them.
-func (m *Member) voterRank(gone raft.ServerID) int {
+// raft's configuration other than gone (-1 when it is not one of them),
+// and the ids of all the voters, gone's included.
+func (m *Member) voterRank(gone raft.ServerID) (int, []int64) {
 	f := m.node.Raft().GetConfiguration()
 	if f.Error() != nil {
-		return -1
+		return -1, nil
 	}
-	var ids []int64
+	var ids, all []int64
 	for _, s := range f.Configuration().Servers {
-		if s.Suffrage != raft.Voter || s.ID == gone {
+		id, err := strconv.ParseInt(string(s.ID), 10, 64)
+		if s.Suffrage != raft.Voter || err != nil {
 			continue
 		}
-		if id, err := strconv.ParseInt(string(s.ID), 10, 64); err == nil {
+		all = append(all, id)
+		if s.ID != gone {
 			ids = append(ids, id)
 		}
 	}
 	slices.Sort(ids)
-	return slices.Index(ids, m.cfg.MyID)
+	return slices.Index(ids, m.cfg.MyID), all
+}
+
+// majorityReachable reports whether this member and the voters whose
+// election port accepts its connections make a majority of voters.
+func (m *Member) majorityReachable(voters []int64) bool {
+	have := 0
+	for _, id := range voters {
+		if id == m.cfg.MyID {
+			have++
+			continue
+		}
+		p, ok := m.peer(id)
+		if !ok {
+			continue
+		}
+		if c, err := net.DialTimeout("tcp", p.ElectionAddr(), leaderGoneProbe); err == nil {
+			c.Close()
+			have++
+		}
+	}
+	return have > len(voters)/2
 }
