@@ -126,6 +126,10 @@ func TestIntegration_ConnectionLimits(t *testing.T) {
 					nc.Close()
 				}
 			}()
+			// The start-up probe's session is closed, but the server may
+			// not have seen its socket end yet: it would count against
+			// maxClientCnxns (it did once, refusing "second from .1").
+			waitConnections(t, srv.Addr, 1)
 			for _, st := range steps {
 				nc, err := rawSession(srv.Addr, st.ip)
 				if st.ok != (err == nil) {
@@ -399,4 +403,27 @@ func TestIntegration_OutOfFiles(t *testing.T) {
 	open = open[4:]
 	open = append(open, awaitSession(t, srv.Addr, "127.0.0.1"))
 	t.Logf("%d sessions held at 64 descriptors", len(open))
+}
+
+// waitConnections polls srvr until addr counts want client connections
+// (srvr's own among them).
+func waitConnections(t *testing.T, addr string, want int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := zkproc.FourLetter(addr, "srvr", time.Second)
+		got := -1
+		for line := range strings.SplitSeq(out, "\n") {
+			if v, ok := strings.CutPrefix(line, "Connections:"); ok {
+				got, _ = strconv.Atoi(strings.TrimSpace(v))
+			}
+		}
+		if err == nil && got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: srvr counts %d connections (err %v), want %d", addr, got, err, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
