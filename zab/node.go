@@ -857,6 +857,16 @@ func raftErr(err error) error {
 // leaderLoop runs what only the leader does: on election it restarts every
 // session's clock; each tick it expires sessions; each container interval
 // it proposes deletes of empty containers and expired TTL nodes.
+//
+// A leader whose ticks stopped for longer than stallLimit (the process
+// was stopped, SIGSTOP or a frozen VM, or starved) restarts every
+// session's clock instead of expiring: it could not hear from the
+// sessions meanwhile (the touches sent to it wait unread in its sockets),
+// so their silence is its own. Otherwise a leader continued after a pause
+// longer than the session timeout would propose every session's expiry at
+// once: while it is still leader (the whole ensemble was stopped) that
+// commits, and a deposed one's proposal fails but its log claims the
+// sessions expired.
 func (n *Node) leaderLoop() {
 	defer n.wg.Done()
 	tick := time.NewTicker(n.cfg.TickTime)
@@ -864,6 +874,8 @@ func (n *Node) leaderLoop() {
 	sweep := time.NewTicker(n.cfg.ContainerCheckInterval)
 	defer sweep.Stop()
 	leading := false
+	lastTick := time.Now()
+	stall := stallLimit(n.cfg.TickTime)
 	for {
 		select {
 		case <-n.stop:
@@ -885,7 +897,16 @@ func (n *Node) leaderLoop() {
 				n.ensureFencingKey()
 			}
 		case <-tick.C:
+			now := time.Now()
+			gap := now.Sub(lastTick)
+			lastTick = now
 			if !leading {
+				continue
+			}
+			if gap > stall {
+				n.tracker.ResetAll()
+				n.log.Warn("leader did not run for longer than the stall limit (the process was stopped or starved): session clocks restarted, no session expires for the time it missed",
+					zap.Duration("gap", gap.Round(time.Millisecond)), zap.Duration("stallLimit", stall), zap.Int("sessions", n.tracker.Len()))
 				continue
 			}
 			if ids := n.tracker.Expired(); len(ids) > 0 {
@@ -918,6 +939,12 @@ func (n *Node) leaderLoop() {
 		}
 	}
 }
+
+// stallLimit is how long a leader's expiry ticks may stop before it
+// treats the gap as its own absence (leaderLoop): two ticks, the shortest
+// session timeout ZooKeeper negotiates, and at least a second, so that a
+// busy machine's late ticks still expire sessions on time.
+func stallLimit(tick time.Duration) time.Duration { return max(2*tick, time.Second) }
 
 // ensureConfig proposes cfg.ConfigData for /zookeeper/config if the tree
 // holds something else once this new leader applied the log.
