@@ -155,6 +155,9 @@ type Config struct {
 	// Observer receives the node's events for monitoring; its zero value
 	// observes nothing.
 	Observer Observer
+	// clock is the time of session expiry (the tracker's deadlines and
+	// the leader's tick gaps); nil means the real clock. Tests move it.
+	clock session.Clock
 	// MaxInflightBatches is how many entries of packed client requests
 	// (batch.go) this member keeps in flight, proposed but not yet applied
 	// here; requests arriving meanwhile wait and go as one entry. Zero
@@ -261,6 +264,8 @@ type Node struct {
 	snapDue chan struct{}
 
 	tracker *session.Tracker
+	// clock is cfg.clock, or the real clock.
+	clock session.Clock
 	// nextSession is the next session id this member hands out while
 	// leader; guarded by submitMu.
 	nextSession int64
@@ -284,11 +289,15 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.clock == nil {
+		cfg.clock = realClock{}
+	}
 	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		fsm:     newFSM(cfg.Tree, cfg.Logger),
-		tracker: session.NewTracker(cfg.TickTime.Milliseconds(), realClock{}),
+		clock:   cfg.clock,
+		tracker: session.NewTracker(cfg.TickTime.Milliseconds(), cfg.clock),
 		stop:    make(chan struct{}),
 		applyq:  make(chan pendingApply, 8192),
 		bootID:  newBootID(),
@@ -874,7 +883,7 @@ func (n *Node) leaderLoop() {
 	sweep := time.NewTicker(n.cfg.ContainerCheckInterval)
 	defer sweep.Stop()
 	leading := false
-	lastTick := time.Now()
+	lastTick := n.clock.Now()
 	stall := stallLimit(n.cfg.TickTime)
 	for {
 		select {
@@ -897,7 +906,7 @@ func (n *Node) leaderLoop() {
 				n.ensureFencingKey()
 			}
 		case <-tick.C:
-			now := time.Now()
+			now := n.clock.Now()
 			gap := now.Sub(lastTick)
 			lastTick = now
 			if !leading {
