@@ -1020,7 +1020,16 @@ func (n *Node) propose(e *entry) {
 	n.noteProposed(len(data), 0)
 	n.submitMu.Unlock()
 	go func() {
-		if err := af.Error(); err != nil {
+		err := af.Error()
+		switch {
+		case err == nil:
+		case errors.Is(err, raft.ErrLeadershipLost):
+			// The entry is in this member's log: a later leader whose
+			// log holds it commits it (the stall restart in leaderLoop
+			// exists because an expiry once did).
+			n.log.Warn("leader entry's outcome unknown: leadership lost before it committed, a later leader may still commit it",
+				zap.Int("kind", int(e.kind)), zap.Error(err))
+		default:
 			n.log.Warn("leader entry not committed", zap.Int("kind", int(e.kind)), zap.Error(err))
 		}
 	}()
