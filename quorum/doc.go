@@ -53,7 +53,9 @@
 // and whether they serve; the leader sends back, at most once a second,
 // its table of every member's progress (Member.Progress, the web
 // console's Ensemble page); only the leader expires sessions, and a new
-// leader restarts every session's clock. A follower's sync asks the leader
+// leader restarts every session's clock, as does a leader that did not
+// run for longer than two ticks and a second (stopped, or starved): the
+// touches sent to it meanwhile still wait unread in its sockets. A follower's sync asks the leader
 // to commit a barrier (which proves it still leads and that everything
 // committed earlier applied there) and to return its applied index; the
 // follower answers the client once it has applied that far.

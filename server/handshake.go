@@ -41,7 +41,8 @@ func (c *conn) handshake() bool {
 	}
 	if !c.s.serving() {
 		if !req.ReadOnly || !c.s.readOnlyAllowed() {
-			c.logger().Info("connection refused: this member is not serving (no quorum)")
+			c.logger().Info("connection refused: this member is not serving (no quorum)",
+				zap.String("requested", hexID(req.SessionId)))
 			return false
 		}
 		// readonlymode.enabled: serve a client that asked for read-only

@@ -155,6 +155,9 @@ type Config struct {
 	// Observer receives the node's events for monitoring; its zero value
 	// observes nothing.
 	Observer Observer
+	// clock is the time of session expiry (the tracker's deadlines and
+	// the leader's tick gaps); nil means the real clock. Tests move it.
+	clock session.Clock
 	// MaxInflightBatches is how many entries of packed client requests
 	// (batch.go) this member keeps in flight, proposed but not yet applied
 	// here; requests arriving meanwhile wait and go as one entry. Zero
@@ -265,6 +268,8 @@ type Node struct {
 	snapDue chan struct{}
 
 	tracker *session.Tracker
+	// clock is cfg.clock, or the real clock.
+	clock session.Clock
 	// nextSession is the next session id this member hands out while
 	// leader; guarded by submitMu.
 	nextSession int64
@@ -288,11 +293,15 @@ func Open(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.clock == nil {
+		cfg.clock = realClock{}
+	}
 	n := &Node{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		fsm:     newFSM(cfg.Tree, cfg.Logger),
-		tracker: session.NewTracker(cfg.TickTime.Milliseconds(), realClock{}),
+		clock:   cfg.clock,
+		tracker: session.NewTracker(cfg.TickTime.Milliseconds(), cfg.clock),
 		stop:    make(chan struct{}),
 		applyq:  make(chan pendingApply, 8192),
 		bootID:  newBootID(),
@@ -899,6 +908,16 @@ func raftErr(err error) error {
 // leaderLoop runs what only the leader does: on election it restarts every
 // session's clock; each tick it expires sessions; each container interval
 // it proposes deletes of empty containers and expired TTL nodes.
+//
+// A leader whose ticks stopped for longer than stallLimit (the process
+// was stopped, SIGSTOP or a frozen VM, or starved) restarts every
+// session's clock instead of expiring: it could not hear from the
+// sessions meanwhile (the touches sent to it wait unread in its sockets),
+// so their silence is its own. Otherwise a leader continued after a pause
+// longer than the session timeout would propose every session's expiry at
+// once: while it is still leader (the whole ensemble was stopped) that
+// commits, and a deposed one's proposal fails but its log claims the
+// sessions expired.
 func (n *Node) leaderLoop() {
 	defer n.wg.Done()
 	tick := time.NewTicker(n.cfg.TickTime)
@@ -906,6 +925,8 @@ func (n *Node) leaderLoop() {
 	sweep := time.NewTicker(n.cfg.ContainerCheckInterval)
 	defer sweep.Stop()
 	leading := false
+	lastTick := n.clock.Now()
+	stall := stallLimit(n.cfg.TickTime)
 	for {
 		select {
 		case <-n.stop:
@@ -927,7 +948,16 @@ func (n *Node) leaderLoop() {
 				n.ensureFencingKey()
 			}
 		case <-tick.C:
+			now := n.clock.Now()
+			gap := now.Sub(lastTick)
+			lastTick = now
 			if !leading {
+				continue
+			}
+			if gap > stall {
+				n.tracker.ResetAll()
+				n.log.Warn("leader did not run for longer than the stall limit (the process was stopped or starved): session clocks restarted, no session expires for the time it missed",
+					zap.Duration("gap", gap.Round(time.Millisecond)), zap.Duration("stallLimit", stall), zap.Int("sessions", n.tracker.Len()))
 				continue
 			}
 			if ids := n.tracker.Expired(); len(ids) > 0 {
@@ -960,6 +990,12 @@ func (n *Node) leaderLoop() {
 		}
 	}
 }
+
+// stallLimit is how long a leader's expiry ticks may stop before it
+// treats the gap as its own absence (leaderLoop): two ticks, the shortest
+// session timeout ZooKeeper negotiates, and at least a second, so that a
+// busy machine's late ticks still expire sessions on time.
+func stallLimit(tick time.Duration) time.Duration { return max(2*tick, time.Second) }
 
 // ensureConfig proposes cfg.ConfigData for /zookeeper/config if the tree
 // holds something else once this new leader applied the log.
@@ -1026,7 +1062,16 @@ func (n *Node) propose(e *entry) {
 	n.noteProposed(len(data), 0)
 	n.submitMu.Unlock()
 	go func() {
-		if err := af.Error(); err != nil {
+		err := af.Error()
+		switch {
+		case err == nil:
+		case errors.Is(err, raft.ErrLeadershipLost):
+			// The entry is in this member's log: a later leader whose
+			// log holds it commits it (the stall restart in leaderLoop
+			// exists because an expiry once did).
+			n.log.Warn("leader entry's outcome unknown: leadership lost before it committed, a later leader may still commit it",
+				zap.Int("kind", int(e.kind)), zap.Error(err))
+		default:
 			n.log.Warn("leader entry not committed", zap.Int("kind", int(e.kind)), zap.Error(err))
 		}
 	}()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkd/zkd/datatree"
 	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/session"
 	"github.com/zkd/zkd/zab/store"
 )
 
@@ -279,6 +280,59 @@ func TestNodeExpiresUntouchedSession(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("session not expired")
+	}
+}
+
+// TestLeaderStallRestartsSessionClocks: a leader whose expiry tick finds
+// the clock moved past every session's timeout since the last tick (its
+// process was stopped) restarts the sessions' clocks instead of expiring
+// them; at a normal pace it then expires the untouched session.
+func TestLeaderStallRestartsSessionClocks(t *testing.T) {
+	clk := session.NewFakeClock(time.Unix(1_000_000, 0))
+	closed := make(chan int64, 1)
+	n := openNode(t, t.TempDir(), func(c *Config) {
+		c.clock = clk
+		c.OnSessionClosed = func(id int64) { closed <- id }
+	})
+	defer n.Close()
+	s := n.Submit(&Request{Op: jute.OpCreateSession, Timeout: 200}).Wait()
+	if s.Err != nil {
+		t.Fatal(s.Err)
+	}
+	// 10 s pass between two ticks, as over a SIGSTOP of the leader.
+	clk.Advance(10 * time.Second)
+	jumped := clk.Now()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		d, ok := n.tracker.Deadline(s.SessionID)
+		if !ok {
+			t.Fatalf("session 0x%x expired by the first tick after the leader's stall", s.SessionID)
+		}
+		if d.After(jumped) {
+			break // its clock restarted
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session 0x%x: deadline %v, not restarted after the stall to %v", s.SessionID, d, jumped)
+		}
+	}
+	select {
+	case id := <-closed:
+		t.Fatalf("session 0x%x closed after the leader's stall", id)
+	default:
+	}
+	// Time goes on at a normal pace and nobody touches the session.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		clk.Advance(50 * time.Millisecond)
+		select {
+		case id := <-closed:
+			if id != s.SessionID {
+				t.Fatalf("closed 0x%x, want 0x%x", id, s.SessionID)
+			}
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("untouched session not expired after the stall")
+		}
 	}
 }
 
