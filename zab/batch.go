@@ -60,6 +60,7 @@ type batchState struct {
 	poke     bool            // a batch with other members' requests landed since the last batch was proposed
 	lastSize int             // requests in the last batch proposed
 	closed   bool            // the node stopped: requests fail at once
+	holding  bool            // a leadership hand-off is under way: nothing is proposed (handoff.go)
 	// queuedTotal and proposedTotal count requests ever queued and ever
 	// proposed; a barrier waits (on flushed) until proposedTotal reaches
 	// the queuedTotal it saw, so it follows every write taken before it
@@ -92,7 +93,7 @@ func (n *Node) enqueueLocked(q queued) {
 func (n *Node) mayFlushLocked() bool {
 	b := &n.batch
 	switch {
-	case len(b.queue) == 0:
+	case len(b.queue) == 0 || b.holding:
 		return false
 	case len(b.inflight) == 0:
 		return true

@@ -155,11 +155,26 @@ type Config struct {
 	// Observer receives the node's events for monitoring; its zero value
 	// observes nothing.
 	Observer Observer
+	// SyncStallLimit is how long this member's raft log write may run
+	// while it leads before it hands leadership to another voter
+	// (handoff.go). Zero derives it from TickTime (one tick, within 500
+	// ms..1 s); negative never hands off.
+	SyncStallLimit time.Duration
+	// HandoffTargets, when set, lists the voters (raft ids) a leader whose
+	// disk stalls may hand leadership to, best first: those in touch and
+	// up to date. quorum fills it from the followers' progress reports.
+	// Unset, raft picks the follower its replication has furthest along.
+	// It must not block.
+	HandoffTargets func() []raft.ServerID
 	// MaxInflightBatches is how many entries of packed client requests
 	// (batch.go) this member keeps in flight, proposed but not yet applied
 	// here; requests arriving meanwhile wait and go as one entry. Zero
 	// means DefaultMaxInflightBatches.
 	MaxInflightBatches int
+
+	// beforeSync is wal.Options.BeforeSync: tests stall the log's
+	// fdatasyncs with it.
+	beforeSync func(path string)
 }
 
 // DefaultConfig returns a standalone configuration with ZooKeeper's
@@ -219,6 +234,8 @@ type Node struct {
 	// commitTimeout is raft's CommitTimeout: the longest a follower waits
 	// to hear of a commit without a poke (batch.go).
 	commitTimeout time.Duration
+	// electionTimeout is raft's ElectionTimeout (handoff.go).
+	electionTimeout time.Duration
 	// raftReady is raft once NewRaft returned, for the apply goroutine,
 	// which may run before n.raft is set (divergence reports).
 	raftReady atomic.Pointer[raft.Raft]
@@ -372,6 +389,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	rc.BatchApplyCh = true
 	n.commitTimeout = rc.CommitTimeout
+	n.electionTimeout = rc.ElectionTimeout
 	// Client writes are packed (batch.go), so few entries wait at once;
 	// raft allocates a slice of this many pointers for every commit.
 	rc.MaxAppendEntries = maxAppendEntries
@@ -472,6 +490,10 @@ func Open(cfg Config) (*Node, error) {
 	go n.completeLoop()
 	go n.proposeLoop()
 	go n.snapshotLoop()
+	if limit := stallLimit(cfg); limit > 0 {
+		n.wg.Add(1)
+		go n.diskWatch(limit)
+	}
 	return n, nil
 }
 
