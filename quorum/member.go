@@ -39,6 +39,9 @@ type Member struct {
 	syncs *coalesce.Calls[uint64]
 	// lead serves other members' forwarded requests; nil standalone.
 	lead *leaderSide
+	// started is set once start set lead and fwd, for the node's
+	// goroutines, which run before (HandoffTargets).
+	started atomic.Bool
 
 	// dynamic is the membership last applied from /zookeeper/config; nil
 	// until then.
@@ -148,6 +151,7 @@ func (m *Member) openNode(nc zab.Config, trans raft.Transport) (*zab.Node, error
 		nc.CommitTimeout = t.CommitTimeout
 	}
 	nc.ConfigData = ConfigData(cfg.Peers, 0)
+	nc.HandoffTargets = m.handoffTargets
 	if cfg.ReconfigEnabled {
 		nc.ConfigAt = func(version int64) []byte { return ConfigData(cfg.Peers, version) }
 	}
@@ -189,6 +193,7 @@ func (m *Member) start(ln net.Listener) {
 	})
 	m.wg.Add(1)
 	go m.reconcileLoop()
+	m.started.Store(true)
 }
 
 // membership is a parsed /zookeeper/config.
