@@ -1,6 +1,9 @@
 package diskfault
 
 import (
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,4 +91,117 @@ func TestIntegration_FsyncStallLeader(t *testing.T) {
 	if expired {
 		t.Fatal("an idle session expired because the leader's disk was slow")
 	}
+}
+
+// TestIntegration_FsyncStallLeaderHandsOff: every fsync of the leader's
+// data directory takes 3 s while a client writes through a follower. The
+// leader hands leadership to another member after its first stalled
+// write (one SLOW DISK line, leader_slow_disk_handoffs 1); within a bound
+// writes are acknowledged again with a p99 far below the stall, the slow
+// member no longer leads, and no session expires (an idle 4 s session on
+// each member, and the writer's).
+func TestIntegration_FsyncStallLeaderHandsOff(t *testing.T) {
+	const stall = 3 * time.Second
+	f := mountDir(t)
+	f.SetFilter(func(string) bool { return false })
+	servers := ensemble(t, f)
+	l := leader(t, servers)
+	expired := make(chan string, 16)
+	for i, s := range servers {
+		c, ev, err := zk.Connect([]string{s.Addr}, 4*time.Second, zk.WithLogInfo(false))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		go func() {
+			for e := range ev {
+				if e.State == zk.StateExpired {
+					expired <- fmt.Sprintf("idle 4 s session on member %d", i+1)
+				}
+			}
+		}()
+	}
+	wc, wev, err := zk.Connect([]string{servers[(l+1)%3].Addr}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(wc.Close)
+	go func() {
+		for e := range wev {
+			if e.State == zk.StateExpired {
+				expired <- "the writer's 10 s session"
+			}
+		}
+	}()
+	w := &writer{c: wc}
+	w.writeUntil(t, 10, 20*time.Second)
+
+	f.SetFilter(memberData(l))
+	f.SetFsyncDelay(stall)
+	start := time.Now()
+	// Write until leadership has moved and 50 writes in a row were
+	// acknowledged after it, timing those.
+	var (
+		moved   time.Duration
+		after   []time.Duration
+		errs    int
+		leaders string
+	)
+	for len(after) < 50 {
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("30 s into the stall: leadership moved after %v, %d writes acknowledged since, %d errors; leader's log tail:\n%s",
+				moved, len(after), errs, tail(servers[l].Log(), 3000))
+		}
+		begin := time.Now()
+		err := w.write()
+		took := time.Since(begin)
+		if moved == 0 {
+			for i, s := range servers {
+				if out, ferr := s.FourLetter("srvr"); ferr == nil && i != l && strings.Contains(out, "Mode: leader") {
+					moved, leaders = time.Since(start), fmt.Sprint(i+1)
+				}
+			}
+			continue
+		}
+		if err != nil {
+			errs++
+			t.Logf("write %v after the hand-off: %v", time.Since(start), err)
+			after = after[:0]
+			continue
+		}
+		after = append(after, took)
+	}
+	f.Clear()
+	slices.Sort(after)
+	p99 := after[len(after)*99/100]
+	t.Logf("leadership moved from member %d to member %s %v after the stall began; 50 writes after it: p50 %v, p99 %v, max %v; %d errors",
+		l+1, leaders, moved, after[len(after)/2], p99, after[len(after)-1], errs)
+	if moved > 2*stall+5*time.Second {
+		t.Errorf("leadership moved %v after the stall began, want within one stall and an election (%v)", moved, 2*stall+5*time.Second)
+	}
+	if p99 > stall/10 {
+		t.Errorf("writes after the hand-off: p99 %v, want far below the %v stall (under %v)", p99, stall, stall/10)
+	}
+	if out, err := servers[l].FourLetter("srvr"); err != nil || strings.Contains(out, "Mode: leader") {
+		t.Errorf("the slow member %d: srvr %q, %v; want it following", l+1, out, err)
+	}
+	// The old leader logs once it knows the new one.
+	for deadline := time.Now().Add(10 * time.Second); len(logLines(servers[l], "SLOW DISK")) == 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	lines := logLines(servers[l], "SLOW DISK: this leader's raft log write took")
+	if len(lines) != 1 || !strings.Contains(lines[0], "leadership moved to member "+leaders) {
+		t.Errorf("the slow leader logged %d SLOW DISK hand-off lines, want 1 naming member %s: %q; its log:\n%s", len(lines), leaders, lines, tail(servers[l].Log(), 6000))
+	} else {
+		t.Logf("the line: %s", lines[0])
+	}
+	if out, err := servers[l].FourLetter("mntr"); err != nil || !strings.Contains(out, "zk_leader_slow_disk_handoffs\t1\n") {
+		t.Errorf("the slow member's mntr has no zk_leader_slow_disk_handoffs 1: %v\n%s", err, out)
+	}
+	select {
+	case what := <-expired:
+		t.Fatalf("%s expired because the leader's disk was slow", what)
+	default:
+	}
+	w.checkAcked(t, wc)
 }
