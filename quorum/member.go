@@ -152,6 +152,7 @@ func (m *Member) openNode(nc zab.Config, trans raft.Transport) (*zab.Node, error
 	}
 	nc.ConfigData = ConfigData(cfg.Peers, 0)
 	nc.HandoffTargets = m.handoffTargets
+	nc.Reroute = m.reroute
 	if cfg.ReconfigEnabled {
 		nc.ConfigAt = func(version int64) []byte { return ConfigData(cfg.Peers, version) }
 	}
@@ -511,6 +512,12 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 		m.node.Fail(seq, zab.ErrNotLeader)
 		return f
 	}
+	if m.node.HoldsWrites() && r.Op != jute.OpReconfig {
+		// This leader is handing leadership away (its disk is slow) and
+		// holds its clients' writes: this one queues behind them, and
+		// goes with them to the new leader if leadership moves (reroute).
+		return m.node.Submit(r)
+	}
 	// A new leader may still hold writes it queued for the old one (the
 	// forwarder submits them locally once this member leads), or a stream
 	// to the old leader with writes unanswered (the forwarder fails them
@@ -528,6 +535,17 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 	seq, f := m.node.Register()
 	m.fwd.write(seq, f, r)
 	return f
+}
+
+// reroute is zab.Config.Reroute: a write this member held while handing
+// leadership away goes to the new leader through the forwarder, in order
+// with the writes its clients send next.
+func (m *Member) reroute(seq uint64, f *zab.Future, r *zab.Request) {
+	if !m.started.Load() {
+		m.node.Fail(seq, zab.ErrNotLeader)
+		return
+	}
+	m.fwd.write(seq, f, r)
 }
 
 // Tree returns the applied tree.

@@ -61,6 +61,10 @@ type batchState struct {
 	lastSize int             // requests in the last batch proposed
 	closed   bool            // the node stopped: requests fail at once
 	holding  bool            // a leadership hand-off is under way: nothing is proposed (handoff.go)
+	// rerouting: leadership was handed off, and this member's own
+	// writes that reach the queue go to Config.Reroute instead, until it
+	// leads again (handoff.go).
+	rerouting bool
 	// queuedTotal and proposedTotal count requests ever queued and ever
 	// proposed; a barrier waits (on flushed) until proposedTotal reaches
 	// the queuedTotal it saw, so it follows every write taken before it
@@ -74,6 +78,10 @@ type batchState struct {
 func (n *Node) enqueueLocked(q queued) {
 	if n.batch.closed {
 		n.failItem(q, ErrStopped)
+		return
+	}
+	if n.batch.rerouting && q.forwarded == nil && q.origin == n.bootID {
+		n.cfg.Reroute(q.seq, n.pending.get(q.seq), &q.req)
 		return
 	}
 	if q.req.Op == jute.OpCreateSession {

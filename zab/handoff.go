@@ -23,12 +23,19 @@ import (
 // follower needs no fsync of the leader's) and sends it TimeoutNow; the
 // target, with a healthy disk, wins the election at once and commits
 // without the slow member. The batch that was stalled is in the log the
-// target got, so it commits in the new term. Meanwhile the pacing holds
-// the writes waiting here (mayFlushLocked), so that no new entry queues
-// behind another slow write before raft takes the transfer, and none is
-// refused by the transfer in progress; once this member follows, they are
-// proposed and fail with ErrNotLeader, as any write waiting on a deposed
-// leader does (the client sees ConnectionLoss and retries elsewhere).
+// target got, so it commits (as a rule before the election, once the
+// followers ack it). Meanwhile the pacing holds the writes waiting here
+// (mayFlushLocked), so that none queues behind another slow write before
+// raft takes the transfer, and none is refused by the transfer in
+// progress. Once another member leads, the held writes of this member's
+// own clients go to Config.Reroute (quorum forwards them to the new
+// leader) in order, followed by those its clients send while the hold
+// lasts (Node.HoldsWrites); the writes other members forwarded here fail
+// with ErrNotLeader, and their members answer ConnectionLoss to their
+// clients, as for any write waiting on a deposed leader. A batch proposed
+// before the hold began that raft refuses because the transfer is under
+// way fails the same way (raft's leader loop takes the batch or the
+// transfer first, at random, once the stalled write returns).
 //
 // The stall limit (Config.SyncStallLimit, derived from TickTime by
 // default) is well above a healthy fsync and below the shortest session
@@ -183,19 +190,10 @@ func (n *Node) handoffTarget(voters []raft.Server, self, avoid raft.ServerID) (r
 func (n *Node) handOff(target raft.Server, since time.Time, limit time.Duration) {
 	n.submitMu.Lock()
 	n.batch.holding = true
+	n.holding.Store(true)
 	n.submitMu.Unlock()
-	defer func() {
-		n.submitMu.Lock()
-		n.batch.holding = false
-		more := n.mayFlushLocked()
-		n.submitMu.Unlock()
-		if more {
-			select {
-			case n.proposeWake <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	moved := false
+	defer func() { n.release(moved) }()
 	var fut raft.Future
 	if target.ID == "" {
 		fut = n.raft.LeadershipTransfer()
@@ -213,6 +211,7 @@ func (n *Node) handOff(target raft.Server, since time.Time, limit time.Duration)
 			zap.String("dir", dir), zap.String("wanted", string(target.ID)), zap.Error(err))
 		return
 	}
+	moved = true
 	if n.cfg.Observer.LeadershipHandedOff != nil {
 		n.cfg.Observer.LeadershipHandedOff()
 	}
@@ -220,6 +219,45 @@ func (n *Node) handOff(target raft.Server, since time.Time, limit time.Duration)
 		"), holding up every write of the ensemble; leadership moved to member "+string(to)+
 		". Check this member's disk under dataDir (dmesg, iostat, SMART): it follows on, and writes no longer wait for it",
 		zap.String("dir", dir), zap.String("newLeader", string(to)), zap.Duration("stalled", stuck))
+}
+
+// release ends the hold of handOff. If leadership moved, the writes of
+// this member's own clients that waited go to Config.Reroute in order (and
+// so does every later one until this member leads again), and those
+// other members forwarded fail with ErrNotLeader (their members fail
+// them to their clients); else the pacing proposes them.
+func (n *Node) release(moved bool) {
+	var failed []queued
+	n.submitMu.Lock()
+	n.batch.holding = false
+	if moved && n.cfg.Reroute != nil && !n.IsLeader() {
+		// Every queued request is this member's own or forwarded to it
+		// (enqueueLocked): none stays.
+		n.batch.rerouting = true
+		for _, q := range n.batch.queue {
+			if q.forwarded == nil && q.origin == n.bootID {
+				n.cfg.Reroute(q.seq, n.pending.get(q.seq), &q.req)
+			} else {
+				failed = append(failed, q)
+			}
+		}
+		n.batch.proposedTotal += uint64(len(n.batch.queue)) // barriers wait for none of them
+		clear(n.batch.queue)
+		n.batch.queue, n.batch.bytes = n.batch.queue[:0], 0
+		n.batch.flushed.Broadcast()
+	}
+	n.holding.Store(false)
+	more := n.mayFlushLocked()
+	n.submitMu.Unlock()
+	for _, q := range failed {
+		n.failItem(q, ErrNotLeader)
+	}
+	if more {
+		select {
+		case n.proposeWake <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // waitWriteDone waits until the log write that began at since is over

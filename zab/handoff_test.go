@@ -62,6 +62,27 @@ func openTrio(t *testing.T, stall, limit time.Duration) *trio {
 			}
 		}
 		cfg.Observer.LeadershipHandedOff = func() { tr.handoff[i].Add(1) }
+		// As quorum forwards them: to the leader, as this member's.
+		cfg.Reroute = func(seq uint64, _ *Future, r *Request) {
+			self := tr.nodes[i]
+			_, id := self.raft.LeaderWithID()
+			var to *Node
+			for _, n := range tr.nodes {
+				if raft.ServerID(fmt.Sprint(n.cfg.MyID)) == id && n != self {
+					to = n
+				}
+			}
+			if to == nil {
+				self.Fail(seq, ErrNotLeader)
+				return
+			}
+			wait := to.SubmitFor(self.BootID(), seq, r)
+			go func() {
+				if err := wait(); err != nil {
+					self.Fail(seq, err)
+				}
+			}()
+		}
 		n, err := Open(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -115,6 +136,18 @@ func TestSlowLeaderDiskHandsOff(t *testing.T) {
 	tr.slow[l].Store(true)
 	start := time.Now()
 	stalled := create(old, "/stalled")
+	// Writes that reach the slow leader once it holds them for the
+	// hand-off go to the new leader (Config.Reroute) and commit.
+	for deadline := time.Now().Add(5 * time.Second); !old.HoldsWrites(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow leader never held writes for a hand-off")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var held []*Future
+	for i := range 5 {
+		held = append(held, create(old, fmt.Sprintf("/held-%d", i)))
+	}
 	nl := tr.leader(t, l, 10*time.Second)
 	moved := time.Since(start)
 	t.Logf("leadership moved from member %d to member %d %v after the stall began", l+1, nl+1, moved)
@@ -136,6 +169,12 @@ func TestSlowLeaderDiskHandsOff(t *testing.T) {
 		t.Logf("the stalled write's caller on the old leader got: %v", r.Err)
 	}
 
+	for i, f := range held {
+		if r := f.Wait(); r.Err != nil {
+			t.Errorf("write /held-%d, held by the slow leader during the hand-off: %v", i, r.Err)
+		}
+	}
+
 	// Writes on the new leader commit without the slow member's disk.
 	for i := range 5 {
 		begin := time.Now()
@@ -151,8 +190,10 @@ func TestSlowLeaderDiskHandsOff(t *testing.T) {
 	if err := tr.nodes[nl].Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := tr.nodes[nl].Tree().GetData("/stalled", nil, nil); err != nil {
-		t.Errorf("the write stalled on the old leader is not on the new one: %v", err)
+	for _, p := range []string{"/stalled", "/held-0", "/held-4"} {
+		if _, _, err := tr.nodes[nl].Tree().GetData(p, nil, nil); err != nil {
+			t.Errorf("%s, written through the old leader, is not on the new one: %v", p, err)
+		}
 	}
 	if tr.nodes[l].IsLeader() {
 		t.Error("the slow member leads again")

@@ -166,6 +166,16 @@ type Config struct {
 	// Unset, raft picks the follower its replication has furthest along.
 	// It must not block.
 	HandoffTargets func() []raft.ServerID
+	// Reroute, when set, takes the writes of this member's own clients
+	// that waited here, never proposed, while it handed leadership away
+	// because of a slow disk (handoff.go), in order, each with its seq and
+	// the Future Submit returned; then every write Submit gets until this
+	// member leads again. Its caller must get them to the new leader as
+	// this member's requests (origin BootID, seq), as quorum's forwarding
+	// does; their Futures complete when they apply here. Unset, such
+	// writes fail with ErrNotLeader. Called with the node's submit lock
+	// held: it must not block for long, nor call back into the node.
+	Reroute func(seq uint64, f *Future, r *Request)
 	// MaxInflightBatches is how many entries of packed client requests
 	// (batch.go) this member keeps in flight, proposed but not yet applied
 	// here; requests arriving meanwhile wait and go as one entry. Zero
@@ -251,6 +261,9 @@ type Node struct {
 	opened time.Time
 	// leading mirrors raft's leadership for the observer (Observer).
 	leading atomic.Bool
+	// holding mirrors batch.holding for HoldsWrites, which reads it
+	// without the submit lock.
+	holding atomic.Bool
 	// seq numbers this member's requests; pending maps them to futures
 	// until their entry applies (requests forwarded to the leader
 	// included: the leader proposes them with this member's bootID).
@@ -669,6 +682,13 @@ func (n *Node) Standalone() bool { return n.standalone }
 // IsLeader reports whether this member is the raft leader now.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
+// HoldsWrites reports whether this member, leading, is handing leadership
+// away because its disk is slow and holds the writes it gets meanwhile
+// (handoff.go). Its clients' writes must then go to Submit even once it no
+// longer leads: they queue behind the held ones, and go with them to
+// Config.Reroute, so one connection's writes keep their order.
+func (n *Node) HoldsWrites() bool { return n.holding.Load() }
+
 // Leader returns the id of the member this one believes leads ("" when
 // none is known).
 func (n *Node) Leader() raft.ServerID {
@@ -893,6 +913,11 @@ func (n *Node) leaderLoop() {
 		case l := <-n.raft.LeaderCh():
 			leading = l
 			n.leading.Store(l)
+			if l {
+				n.submitMu.Lock()
+				n.batch.rerouting = false
+				n.submitMu.Unlock()
+			}
 			if n.cfg.Observer.Leading != nil {
 				n.cfg.Observer.Leading(l)
 			}
