@@ -648,11 +648,18 @@ func (m *Member) Serving() bool {
 }
 
 // inEnsembleTouch is Serving for a member of an ensemble: it leads, or
-// heard from a leader within the serving lease. The forwarder calls it
+// heard from a leader within the serving lease, or handed leadership away
+// (its disk being slow) within the serving lease: it was in touch with a
+// majority then, and its raft may take a stall of its disk to hear from
+// the new leader (it persists the new term first), during which closing
+// its clients would only move them for nothing. The forwarder calls it
 // directly (it runs before m.fwd is set).
 func (m *Member) inEnsembleTouch() bool {
 	r := m.node.Raft()
 	if r.State() == raft.Leader {
+		return true
+	}
+	if at := m.node.HandedOffAt(); !at.IsZero() && time.Since(at) < m.timing.ServingLease {
 		return true
 	}
 	last := r.LastContact()

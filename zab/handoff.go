@@ -1,6 +1,7 @@
 package zab
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -188,12 +189,13 @@ func (n *Node) handoffTarget(voters []raft.Server, self, avoid raft.ServerID) (r
 // since since passed limit, holds the writes waiting here until raft is
 // done, and logs the outcome in one line.
 func (n *Node) handOff(target raft.Server, since time.Time, limit time.Duration) {
+	n.handedOffAt.Store(time.Now().UnixNano())
 	n.submitMu.Lock()
 	n.batch.holding = true
 	n.holding.Store(true)
 	n.submitMu.Unlock()
-	moved := false
-	defer func() { n.release(moved) }()
+	released := false // leadership moved: the held writes go on (release)
+	defer func() { n.release(released) }()
 	var fut raft.Future
 	if target.ID == "" {
 		fut = n.raft.LeadershipTransfer()
@@ -203,22 +205,29 @@ func (n *Node) handOff(target raft.Server, since time.Time, limit time.Duration)
 	// Raft takes the request once the stalled write returned: time it.
 	stuck := n.waitWriteDone(since)
 	err := fut.Error()
-	to := n.awaitOtherLeader()
+	moved, to := n.awaitOtherLeader()
 	dir := n.cfg.Dir
-	if to == "" {
+	if !moved {
 		n.log.Warn("SLOW DISK: this leader's raft log write took "+secs(stuck)+" to reach the disk (limit "+secs(limit)+
 			"); handing leadership to another member failed, so it still leads and writes wait for its disk. Check the disk under dataDir (dmesg, iostat, SMART)",
 			zap.String("dir", dir), zap.String("wanted", string(target.ID)), zap.Error(err))
 		return
 	}
-	moved = true
+	// The new leader may not have reached this member yet (its raft
+	// first writes the new term to the slow disk): then it is the member
+	// raft was asked to hand over to.
+	who := "member " + string(cmp.Or(to, target.ID))
+	if to == "" && target.ID == "" {
+		who = "another member"
+	}
+	released = true
 	if n.cfg.Observer.LeadershipHandedOff != nil {
 		n.cfg.Observer.LeadershipHandedOff()
 	}
 	n.log.Warn("SLOW DISK: this leader's raft log write took "+secs(stuck)+" to reach the disk (limit "+secs(limit)+
-		"), holding up every write of the ensemble; leadership moved to member "+string(to)+
+		"), holding up every write of the ensemble; leadership moved to "+who+
 		". Check this member's disk under dataDir (dmesg, iostat, SMART): it follows on, and writes no longer wait for it",
-		zap.String("dir", dir), zap.String("newLeader", string(to)), zap.Duration("stalled", stuck))
+		zap.String("dir", dir), zap.String("newLeader", string(cmp.Or(to, target.ID))), zap.Duration("stalled", stuck))
 }
 
 // release ends the hold of handOff. If leadership moved, the writes of
@@ -273,24 +282,25 @@ func (n *Node) waitWriteDone(since time.Time) time.Duration {
 	return time.Since(since)
 }
 
-// awaitOtherLeader waits, after a leadership transfer ended, for this
-// member to know another leader, for up to two election timeouts (raft's
-// transfer may time out while the target's election is still finishing).
-// It returns that leader's id, or "" if this member still leads or knows
-// none.
-func (n *Node) awaitOtherLeader() raft.ServerID {
+// awaitOtherLeader waits, after a leadership transfer ended, until this
+// member no longer leads and knows who does, for up to two election
+// timeouts (raft's transfer may time out while the target's election is
+// still finishing). moved reports that this member no longer leads; to is
+// the new leader's id, "" if not known yet.
+func (n *Node) awaitOtherLeader() (moved bool, to raft.ServerID) {
 	self := raft.ServerID(fmt.Sprint(n.cfg.MyID))
 	deadline := time.Now().Add(2 * n.electionTimeout)
 	for {
-		if _, id := n.raft.LeaderWithID(); id != "" && id != self {
-			return id
+		moved = n.raft.State() != raft.Leader
+		if _, id := n.raft.LeaderWithID(); moved && id != "" && id != self {
+			return true, id
 		}
 		if time.Now().After(deadline) {
-			return ""
+			return moved, ""
 		}
 		select {
 		case <-n.stop:
-			return ""
+			return moved, ""
 		case <-time.After(5 * time.Millisecond):
 		}
 	}

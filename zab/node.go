@@ -264,6 +264,9 @@ type Node struct {
 	// holding mirrors batch.holding for HoldsWrites, which reads it
 	// without the submit lock.
 	holding atomic.Bool
+	// handedOffAt is when this member last began handing leadership away
+	// because its disk was slow (unix ns; 0: never), for HandedOffAt.
+	handedOffAt atomic.Int64
 	// seq numbers this member's requests; pending maps them to futures
 	// until their entry applies (requests forwarded to the leader
 	// included: the leader proposes them with this member's bootID).
@@ -689,6 +692,19 @@ func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 // Config.Reroute, so one connection's writes keep their order.
 func (n *Node) HoldsWrites() bool { return n.holding.Load() }
 
+// HandedOffAt returns when this member last began handing leadership away
+// because its disk was slow (handoff.go); the zero time if it never did.
+// A deposed leader whose disk is slow may take seconds to hear from its
+// successor (raft's main loop persists the new term first, on that
+// disk); quorum keeps it serving meanwhile, as it knows a healthy member
+// is taking over.
+func (n *Node) HandedOffAt() time.Time {
+	if ns := n.handedOffAt.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
 // Leader returns the id of the member this one believes leads ("" when
 // none is known).
 func (n *Node) Leader() raft.ServerID {
@@ -933,6 +949,14 @@ func (n *Node) leaderLoop() {
 			}
 		case <-tick.C:
 			if !leading {
+				continue
+			}
+			if n.holding.Load() || !n.IsLeader() {
+				// Handing leadership away (a slow disk), or raft
+				// stepped down and this loop has not heard yet: the
+				// members' touches go to the new leader from the
+				// moment it is elected, so this member's session
+				// clocks are going stale (handoff.go).
 				continue
 			}
 			if ids := n.tracker.Expired(); len(ids) > 0 {
