@@ -123,7 +123,8 @@ func (n *Node) diskWatch(limit time.Duration) {
 			if !toldWaiting.Equal(since) {
 				toldWaiting = since
 				n.log.Warn("SLOW DISK: this leader's raft log write has been running for "+secs(now.Sub(since))+
-					", but it handed leadership away "+secs(now.Sub(lastHandoff))+" ago; it keeps leading until "+secs(handoffCooldown)+" have passed. Check the disk under dataDir",
+					", but it handed leadership away "+secs(now.Sub(lastHandoff))+" ago and does so at most once every "+secs(handoffCooldown)+
+					" (so that members whose disks are all slow do not pass leadership round), so it keeps leading for now. Check the disk under dataDir",
 					zap.String("dir", n.cfg.Dir))
 			}
 			continue

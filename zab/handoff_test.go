@@ -22,12 +22,14 @@ import (
 type trio struct {
 	nodes   []*Node
 	slow    []atomic.Bool
-	handoff []atomic.Int64 // LeadershipHandedOff calls per node
+	handoff []atomic.Int64           // LeadershipHandedOff calls per node
+	warns   []*observer.ObservedLogs // each node's warnings
 }
 
 // openTrio starts three voters with the given stall of a slow disk and
-// stall limit, and waits for a leader.
-func openTrio(t *testing.T, stall, limit time.Duration) *trio {
+// stall limit, each config then changed by opts (i is the member's index),
+// and waits for a leader.
+func openTrio(t *testing.T, stall, limit time.Duration, opts ...func(i int, c *Config)) *trio {
 	t.Helper()
 	tr := &trio{slow: make([]atomic.Bool, 3), handoff: make([]atomic.Int64, 3)}
 	var (
@@ -52,7 +54,11 @@ func openTrio(t *testing.T, stall, limit time.Duration) *trio {
 		cfg.Dir = t.TempDir()
 		cfg.MyID = int64(i + 1)
 		cfg.TickTime = 100 * time.Millisecond
-		cfg.Logger = zaptest.NewLogger(t, zaptest.Level(zapcore.InfoLevel)).Named(fmt.Sprint(i + 1))
+		core, warns := observer.New(zapcore.WarnLevel)
+		tr.warns = append(tr.warns, warns)
+		cfg.Logger = zaptest.NewLogger(t, zaptest.Level(zapcore.InfoLevel), zaptest.WrapOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+			return zapcore.NewTee(c, core)
+		}))).Named(fmt.Sprint(i + 1))
 		cfg.Transport, cfg.Servers = transp[i], servers
 		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
 		cfg.SyncStallLimit = limit
@@ -82,6 +88,9 @@ func openTrio(t *testing.T, stall, limit time.Duration) *trio {
 					self.Fail(seq, err)
 				}
 			}()
+		}
+		for _, o := range opts {
+			o(i, &cfg)
 		}
 		n, err := Open(cfg)
 		if err != nil {
@@ -283,4 +292,106 @@ func TestSlowDiskStandaloneSaysSoOnce(t *testing.T) {
 	if got != 1 {
 		t.Fatalf("%d lines say the standalone member cannot hand off, want 1; warnings: %v", got, logs.All())
 	}
+}
+
+// TestSlowDiskNoHandBack: when the member that took leadership from a
+// slow one finds its own disk slow too, it hands leadership to the third
+// member, not back to the one it took it from, even though that one is
+// healthy again and the first healthy member HandoffTargets names.
+func TestSlowDiskNoHandBack(t *testing.T) {
+	const stall = time.Second
+	var first atomic.Int64 // the first leader's index + 1, once known
+	tr := openTrio(t, stall, 200*time.Millisecond, func(i int, c *Config) {
+		c.HandoffTargets = func() []raft.ServerID {
+			// The first leader, when it is not the caller, then the rest.
+			var out []raft.ServerID
+			if f := int(first.Load()) - 1; f >= 0 && f != i {
+				out = append(out, raft.ServerID(fmt.Sprint(f+1)))
+			}
+			for j := range 3 {
+				if j != i && int64(j+1) != first.Load() {
+					out = append(out, raft.ServerID(fmt.Sprint(j+1)))
+				}
+			}
+			return out
+		}
+	})
+	a := tr.leader(t, -1, 10*time.Second)
+	first.Store(int64(a + 1))
+	s := openSession(t, tr.nodes[a])
+	create := func(n *Node, path string) Result {
+		return n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: createBody(path)}).Wait()
+	}
+	tr.slow[a].Store(true)
+	create(tr.nodes[a], "/a")
+	b := tr.leader(t, a, 10*time.Second)
+	for deadline := time.Now().Add(10 * time.Second); tr.handoff[a].Load() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the first hand-off was never counted")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tr.slow[a].Store(false) // healthy again, and named first by the hook
+	if r := create(tr.nodes[b], "/b-fast"); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	tr.slow[b].Store(true)
+	create(tr.nodes[b], "/b-slow")
+	c := tr.leader(t, b, 10*time.Second)
+	if c == a {
+		t.Fatalf("member %d, slow, handed leadership back to member %d, which it took it from within %v", b+1, a+1, handoffCooldown)
+	}
+	t.Logf("leadership went from member %d to %d to %d", a+1, b+1, c+1)
+	tr.slow[b].Store(false)
+}
+
+// TestSlowDiskHandoffCooldown: leadership goes round the three members,
+// each handing it on as its disk stalls; back on the first within 10 s of
+// its own hand-off, with its disk still slow, it keeps leading and says
+// why, rather than pass leadership round again.
+func TestSlowDiskHandoffCooldown(t *testing.T) {
+	const stall = 700 * time.Millisecond
+	tr := openTrio(t, stall, 150*time.Millisecond, func(i int, c *Config) {
+		c.HandoffTargets = func() []raft.ServerID {
+			return []raft.ServerID{raft.ServerID(fmt.Sprint((i+1)%3 + 1)), raft.ServerID(fmt.Sprint((i+2)%3 + 1))}
+		}
+	})
+	a := tr.leader(t, -1, 10*time.Second)
+	s := openSession(t, tr.nodes[a])
+	create := func(n *Node, path string) *Future {
+		return n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: createBody(path)})
+	}
+	start := time.Now()
+	cur := a
+	for hop := range 3 {
+		tr.slow[cur].Store(true)
+		create(tr.nodes[cur], fmt.Sprintf("/hop-%d", hop)).Wait()
+		next := tr.leader(t, cur, 10*time.Second)
+		for deadline := time.Now().Add(10 * time.Second); tr.handoff[cur].Load() == 0; {
+			if time.Now().After(deadline) {
+				t.Fatalf("hand-off %d, from member %d, never counted", hop+1, cur+1)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		tr.slow[cur].Store(false)
+		cur = next
+	}
+	if cur != a {
+		t.Fatalf("leadership went round to member %d, want back on member %d", cur+1, a+1)
+	}
+	tr.slow[a].Store(true)
+	create(tr.nodes[a], "/again")
+	for deadline := time.Now().Add(10 * time.Second); tr.warns[a].FilterMessageSnippet("but it handed leadership away").Len() == 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line says member %d keeps leading within the cooldown; its warnings: %v", a+1, tr.warns[a].All())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if elapsed := time.Since(start); elapsed >= handoffCooldown {
+		t.Fatalf("the round took %v, past the %v cooldown: the test cannot tell a cooldown from its absence", elapsed, handoffCooldown)
+	}
+	if got := tr.handoff[a].Load(); got != 1 || !tr.nodes[a].IsLeader() {
+		t.Fatalf("member %d handed off %d times and leads %v, want 1 hand-off and still leading within the cooldown", a+1, got, tr.nodes[a].IsLeader())
+	}
+	tr.slow[a].Store(false)
 }
