@@ -70,7 +70,7 @@ type batchState struct {
 	// the queuedTotal it saw, so it follows every write taken before it
 	// without proposing outside the pacing.
 	queuedTotal, proposedTotal uint64
-	flushed                    *sync.Cond // on Node.submitMu; broadcast by flushLocked and failQueued
+	flushed                    *sync.Cond // on Node.submitMu; broadcast by flushLocked, failQueued and, while holding, batchLanded
 }
 
 // enqueueLocked adds a request and proposes a batch if the pacing allows.
@@ -134,13 +134,13 @@ func (n *Node) flushLocked() {
 	af := n.raft.Apply(data, 0)
 	n.noteProposed(len(data), len(items))
 	remote := false
-	p := pendingApply{af: af, batch: id, at: time.Now()}
+	p := pendingApply{af: af, batch: id, at: time.Now(), data: data}
 	for _, it := range items {
 		remote = remote || it.origin != n.bootID
 		if it.forwarded != nil {
 			p.forwarded = append(p.forwarded, it.forwarded)
 		} else if it.origin == n.bootID {
-			p.seqs = append(p.seqs, it.seq)
+			p.own = append(p.own, ownReq{seq: it.seq, origin: it.req.Origin})
 		}
 	}
 	b.inflight[id] = remote
@@ -173,6 +173,9 @@ func (n *Node) batchLanded(id uint64, direct bool) {
 	n.submitMu.Lock()
 	remote, ok := n.batch.inflight[id]
 	delete(n.batch.inflight, id)
+	if n.batch.holding {
+		n.batch.flushed.Broadcast() // release waits for the batches in flight
+	}
 	if ok && remote && !n.standalone {
 		n.batch.poke = true
 	}
@@ -260,8 +263,8 @@ func (n *Node) drainApplyq(err error) {
 	for {
 		select {
 		case p := <-n.applyq:
-			for _, seq := range p.seqs {
-				n.fail(seq, err)
+			for _, o := range p.own {
+				n.fail(o.seq, err)
 			}
 			for _, ch := range p.forwarded {
 				ch <- err

@@ -239,6 +239,12 @@ func (n *Node) handOff(target raft.Server, since time.Time, limit time.Duration)
 func (n *Node) release(moved bool) {
 	var failed []queued
 	n.submitMu.Lock()
+	// The batches proposed before the hold land first (commit, fail, or
+	// are refused and requeued), so that none is requeued after the
+	// writes held behind it went on.
+	for len(n.batch.inflight) > 0 && !n.batch.closed {
+		n.batch.flushed.Wait()
+	}
 	n.batch.holding = false
 	if moved && n.cfg.Reroute != nil && !n.IsLeader() {
 		// Every queued request is this member's own or forwarded to it
@@ -268,6 +274,46 @@ func (n *Node) release(moved bool) {
 		default:
 		}
 	}
+}
+
+// requeue puts the requests of batch p, which raft refused because a
+// leadership transfer was under way, back at the front of the queue, if
+// this member holds its writes for a hand-off: they never entered the
+// log, so they go on with the held ones (proposed again if the hand-off
+// fails, else to Config.Reroute or failed, see release) instead of
+// failing. It reports whether it did. Only completeLoop calls it, in
+// proposal order, so batches refused one after another keep their order;
+// release waits until no batch is in flight, so none is requeued after it.
+func (n *Node) requeue(p pendingApply) bool {
+	e, err := decodeEntry(p.data)
+	if err != nil || e.kind != kindBatch {
+		return false
+	}
+	n.submitMu.Lock()
+	defer n.submitMu.Unlock()
+	if !n.batch.holding || n.batch.closed {
+		return false
+	}
+	items := make([]queued, 0, len(e.packed)+len(n.batch.queue))
+	own, fwd := p.own, p.forwarded
+	bytes := 0
+	for _, it := range e.packed {
+		q := queued{origin: it.origin, seq: it.seq, req: it.req}
+		if len(own) > 0 && it.origin == n.bootID && it.seq == own[0].seq {
+			q.req.Origin = own[0].origin
+			own = own[1:]
+		} else if len(fwd) > 0 {
+			q.forwarded = fwd[0]
+			fwd = fwd[1:]
+		}
+		bytes += len(q.req.Body)
+		items = append(items, q)
+	}
+	n.batch.queue = append(items, n.batch.queue...)
+	n.batch.bytes += bytes
+	n.batch.proposedTotal -= uint64(len(e.packed)) // barriers wait for them again
+	n.log.Info("requests raft refused while leadership is handed over are held with the others", zap.Int("requests", len(e.packed)))
+	return true
 }
 
 // waitWriteDone waits until the log write that began at since is over

@@ -60,7 +60,8 @@ func openTrio(t *testing.T, stall, limit time.Duration, opts ...func(i int, c *C
 			return zapcore.NewTee(c, core)
 		}))).Named(fmt.Sprint(i + 1))
 		cfg.Transport, cfg.Servers = transp[i], servers
-		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = 200*time.Millisecond, 200*time.Millisecond, 200*time.Millisecond
+		// Generous for a loaded 2-core CI machine under -race.
+		cfg.HeartbeatTimeout, cfg.ElectionTimeout, cfg.LeaderLeaseTimeout = time.Second, time.Second, time.Second
 		cfg.SyncStallLimit = limit
 		cfg.beforeSync = func(string) {
 			if tr.slow[i].Load() {
@@ -145,6 +146,20 @@ func TestSlowLeaderDiskHandsOff(t *testing.T) {
 	tr.slow[l].Store(true)
 	start := time.Now()
 	stalled := create(old, "/stalled")
+	// Writes sent while its write is stalled: the first goes as a batch
+	// of its own into raft, which takes it or the transfer first once the
+	// stalled write returns (refused then, it is held with the rest); the
+	// others wait in the queue and are held.
+	for deadline := time.Now().Add(5 * time.Second); old.wal.SyncingSince().IsZero(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow leader's log write never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	var early []*Future
+	for i := range 3 {
+		early = append(early, create(old, fmt.Sprintf("/early-%d", i)))
+	}
 	// Writes that reach the slow leader once it holds them for the
 	// hand-off go to the new leader (Config.Reroute) and commit.
 	for deadline := time.Now().Add(5 * time.Second); !old.HoldsWrites(); {
@@ -178,6 +193,11 @@ func TestSlowLeaderDiskHandsOff(t *testing.T) {
 		t.Logf("the stalled write's caller on the old leader got: %v", r.Err)
 	}
 
+	for i, f := range early {
+		if r := f.Wait(); r.Err != nil {
+			t.Errorf("write /early-%d, sent to the slow leader during its stalled write: %v", i, r.Err)
+		}
+	}
 	for i, f := range held {
 		if r := f.Wait(); r.Err != nil {
 			t.Errorf("write /held-%d, held by the slow leader during the hand-off: %v", i, r.Err)
@@ -199,7 +219,7 @@ func TestSlowLeaderDiskHandsOff(t *testing.T) {
 	if err := tr.nodes[nl].Sync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"/stalled", "/held-0", "/held-4"} {
+	for _, p := range []string{"/stalled", "/early-0", "/early-2", "/held-0", "/held-4"} {
 		if _, _, err := tr.nodes[nl].Tree().GetData(p, nil, nil); err != nil {
 			t.Errorf("%s, written through the old leader, is not on the new one: %v", p, err)
 		}

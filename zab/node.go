@@ -809,14 +809,24 @@ type Stats struct {
 	Store    store.Metrics
 }
 
-// pendingApply pairs a raft future with the batch it carries: the seqs of
-// this member's own requests in it and the outcomes of the forwarded ones.
+// pendingApply pairs a raft future with the batch it carries: this
+// member's own requests in it and the outcomes of the forwarded ones.
 type pendingApply struct {
 	af        raft.ApplyFuture
 	batch     uint64
-	seqs      []uint64
+	own       []ownReq
 	forwarded []chan error
 	at        time.Time // when it was proposed, for Observer.QuorumAcked
+	// data is the encoded entry, decoded again only if raft refuses it
+	// during a hand-off (requeue).
+	data []byte
+}
+
+// ownReq is one of this member's own requests in a batch: its seq, and
+// the client connection it came from (Request.Origin, which the entry
+// does not carry).
+type ownReq struct {
+	seq, origin uint64
 }
 
 // newBootID returns a process-unique id for this run's entries. It is not
@@ -879,13 +889,17 @@ func (n *Node) completeLoop() {
 		select {
 		case p := <-n.applyq:
 			err := p.af.Error()
+			if errors.Is(err, raft.ErrLeadershipTransferInProgress) && n.requeue(p) {
+				n.batchLanded(p.batch, false)
+				continue
+			}
 			if err != nil {
 				err = raftErr(err)
-				for _, seq := range p.seqs {
-					n.fail(seq, err)
+				for _, o := range p.own {
+					n.fail(o.seq, err)
 				}
 			} else {
-				for range len(p.seqs) + len(p.forwarded) {
+				for range len(p.own) + len(p.forwarded) {
 					n.noteAcked(p.at)
 				}
 			}
