@@ -126,6 +126,18 @@ func (tr *trio) leader(t *testing.T, not int, within time.Duration) int {
 	return -1
 }
 
+// waitUntil polls cond until it holds, failing the test with what after
+// within.
+func waitUntil(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestSlowLeaderDiskHandsOff: every fdatasync of the leader's raft log
 // takes 1.5 s; once its write has run past the 200 ms limit the leader
 // hands leadership to another member, which then commits writes without
@@ -150,24 +162,14 @@ func TestSlowLeaderDiskHandsOff(t *testing.T) {
 	// of its own into raft, which takes it or the transfer first once the
 	// stalled write returns (refused then, it is held with the rest); the
 	// others wait in the queue and are held.
-	for deadline := time.Now().Add(5 * time.Second); old.wal.SyncingSince().IsZero(); {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow leader's log write never started")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, 5*time.Second, "the slow leader's log write starts", func() bool { return !old.wal.SyncingSince().IsZero() })
 	var early []*Future
 	for i := range 3 {
 		early = append(early, create(old, fmt.Sprintf("/early-%d", i)))
 	}
 	// Writes that reach the slow leader once it holds them for the
 	// hand-off go to the new leader (Config.Reroute) and commit.
-	for deadline := time.Now().Add(5 * time.Second); !old.HoldsWrites(); {
-		if time.Now().After(deadline) {
-			t.Fatal("the slow leader never held writes for a hand-off")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, 5*time.Second, "the slow leader holds writes for a hand-off", old.HoldsWrites)
 	var held []*Future
 	for i := range 5 {
 		held = append(held, create(old, fmt.Sprintf("/held-%d", i)))
@@ -176,9 +178,7 @@ func TestSlowLeaderDiskHandsOff(t *testing.T) {
 	moved := time.Since(start)
 	t.Logf("leadership moved from member %d to member %d %v after the stall began", l+1, nl+1, moved)
 	// The old leader counts the hand-off once it sees the new leader.
-	for deadline := time.Now().Add(5 * time.Second); tr.handoff[l].Load() == 0 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, 5*time.Second, "the slow leader counts its hand-off", func() bool { return tr.handoff[l].Load() > 0 })
 	if got := tr.handoff[l].Load(); got != 1 {
 		t.Errorf("LeadershipHandedOff called %d times on the slow leader, want 1", got)
 	}
@@ -345,12 +345,7 @@ func TestSlowDiskNoHandBack(t *testing.T) {
 	tr.slow[a].Store(true)
 	create(tr.nodes[a], "/a")
 	b := tr.leader(t, a, 10*time.Second)
-	for deadline := time.Now().Add(10 * time.Second); tr.handoff[a].Load() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatal("the first hand-off was never counted")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, "the first hand-off counted", func() bool { return tr.handoff[a].Load() > 0 })
 	tr.slow[a].Store(false) // healthy again, and named first by the hook
 	if r := create(tr.nodes[b], "/b-fast"); r.Err != nil {
 		t.Fatal(r.Err)
@@ -387,12 +382,7 @@ func TestSlowDiskHandoffCooldown(t *testing.T) {
 		tr.slow[cur].Store(true)
 		create(tr.nodes[cur], fmt.Sprintf("/hop-%d", hop)).Wait()
 		next := tr.leader(t, cur, 10*time.Second)
-		for deadline := time.Now().Add(10 * time.Second); tr.handoff[cur].Load() == 0; {
-			if time.Now().After(deadline) {
-				t.Fatalf("hand-off %d, from member %d, never counted", hop+1, cur+1)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		waitUntil(t, 10*time.Second, fmt.Sprintf("hand-off %d, from member %d, counted", hop+1, cur+1), func() bool { return tr.handoff[cur].Load() > 0 })
 		tr.slow[cur].Store(false)
 		cur = next
 	}
@@ -401,12 +391,9 @@ func TestSlowDiskHandoffCooldown(t *testing.T) {
 	}
 	tr.slow[a].Store(true)
 	create(tr.nodes[a], "/again")
-	for deadline := time.Now().Add(10 * time.Second); tr.warns[a].FilterMessageSnippet("but it handed leadership away").Len() == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no line says member %d keeps leading within the cooldown; its warnings: %v", a+1, tr.warns[a].All())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	waitUntil(t, 10*time.Second, fmt.Sprintf("a line says member %d keeps leading within the cooldown", a+1), func() bool {
+		return tr.warns[a].FilterMessageSnippet("but it handed leadership away").Len() > 0
+	})
 	if elapsed := time.Since(start); elapsed >= handoffCooldown {
 		t.Fatalf("the round took %v, past the %v cooldown: the test cannot tell a cooldown from its absence", elapsed, handoffCooldown)
 	}
