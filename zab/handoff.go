@@ -35,8 +35,9 @@ import (
 // with ErrNotLeader, and their members answer ConnectionLoss to their
 // clients, as for any write waiting on a deposed leader. A batch proposed
 // before the hold began that raft refuses because the transfer is under
-// way fails the same way (raft's leader loop takes the batch or the
-// transfer first, at random, once the stalled write returns).
+// way (raft's leader loop takes the batch or the transfer first, at
+// random, once the stalled write returns) goes back to the front of the
+// queue and is held with the rest (requeue).
 //
 // The stall limit (Config.SyncStallLimit, derived from TickTime by
 // default) is well above a healthy fsync and below the shortest session
@@ -87,6 +88,7 @@ func (n *Node) diskWatch(limit time.Duration) {
 		lastHandoff time.Time
 		toldAlone   bool
 		toldWaiting time.Time // the stall last reported as held back by the cooldown
+		toldNone    time.Time // the stall last reported as having no one to take over
 	)
 	for {
 		select {
@@ -135,6 +137,12 @@ func (n *Node) diskWatch(limit time.Duration) {
 		}
 		target, ok := n.handoffTarget(voters, self, avoid)
 		if !ok {
+			if !toldNone.Equal(since) {
+				toldNone = since
+				n.log.Warn("SLOW DISK: this leader's raft log write has been running for "+secs(now.Sub(since))+
+					", but no other voter is in touch and up to date to take over, so it keeps leading. Check the disk under dataDir, and the other members",
+					zap.String("dir", n.cfg.Dir), zap.String("notBackTo", string(avoid)))
+			}
 			continue
 		}
 		lastHandoff = now
@@ -237,7 +245,6 @@ func (n *Node) handOff(target raft.Server, since time.Time, limit time.Duration)
 // other members forwarded fail with ErrNotLeader (their members fail
 // them to their clients); else the pacing proposes them.
 func (n *Node) release(moved bool) {
-	var failed []queued
 	n.submitMu.Lock()
 	// The batches proposed before the hold land first (commit, fail, or
 	// are refused and requeued), so that none is requeued after the
@@ -245,33 +252,42 @@ func (n *Node) release(moved bool) {
 	for len(n.batch.inflight) > 0 && !n.batch.closed {
 		n.batch.flushed.Wait()
 	}
-	n.batch.holding = false
 	if moved && n.cfg.Reroute != nil && !n.IsLeader() {
-		// Every queued request is this member's own or forwarded to it
-		// (enqueueLocked): none stays.
-		n.batch.rerouting = true
-		for _, q := range n.batch.queue {
-			if q.forwarded == nil && q.origin == n.bootID {
-				n.cfg.Reroute(q.seq, n.pending.get(q.seq), &q.req)
-			} else {
-				failed = append(failed, q)
-			}
+		// Hand the queue over outside the lock (Reroute may wait for
+		// room in the forwarder), still holding, so that writes arriving
+		// meanwhile queue behind and go in the next round.
+		for len(n.batch.queue) > 0 {
+			q := n.batch.queue
+			n.batch.queue, n.batch.bytes = nil, 0
+			n.batch.proposedTotal += uint64(len(q)) // barriers wait for none of them
+			n.batch.flushed.Broadcast()
+			n.submitMu.Unlock()
+			n.rerouteAll(q)
+			n.submitMu.Lock()
 		}
-		n.batch.proposedTotal += uint64(len(n.batch.queue)) // barriers wait for none of them
-		clear(n.batch.queue)
-		n.batch.queue, n.batch.bytes = n.batch.queue[:0], 0
-		n.batch.flushed.Broadcast()
+		n.batch.rerouting = true
 	}
+	n.batch.holding = false
 	n.holding.Store(false)
 	more := n.mayFlushLocked()
 	n.submitMu.Unlock()
-	for _, q := range failed {
-		n.failItem(q, ErrNotLeader)
-	}
 	if more {
 		select {
 		case n.proposeWake <- struct{}{}:
 		default:
+		}
+	}
+}
+
+// rerouteAll hands this member's own requests of q to Config.Reroute, in
+// order, and fails those other members forwarded with ErrNotLeader
+// (every queued request is one or the other, see enqueueLocked).
+func (n *Node) rerouteAll(q []queued) {
+	for _, it := range q {
+		if it.forwarded == nil && it.origin == n.bootID {
+			n.cfg.Reroute(it.seq, n.pending.get(it.seq), &it.req)
+		} else {
+			n.failItem(it, ErrNotLeader)
 		}
 	}
 }
