@@ -91,7 +91,13 @@
 // Stopping serving does not depend on the raft state alone: during an
 // election followers are briefly candidates, and dropping every client
 // then would make each failover worse. A member serves while it leads or
-// while its last contact with a leader is younger than the serving lease.
+// while its last contact with a leader is younger than the serving lease,
+// or for the serving lease after it handed leadership away because its
+// disk was slow (zab's hand-off: its raft hears from the new leader only
+// after writing the new term to that disk). Such a leader hands off to
+// the voters its progress table shows ready, the least behind first, and
+// the writes of its clients that it held meanwhile go to the new leader
+// through the forwarder, in order with their next ones.
 //
 // # Read-only mode
 //

@@ -39,6 +39,9 @@ type Member struct {
 	syncs *coalesce.Calls[uint64]
 	// lead serves other members' forwarded requests; nil standalone.
 	lead *leaderSide
+	// started is set once start set lead and fwd, for the node's
+	// goroutines, which run before (HandoffTargets).
+	started atomic.Bool
 
 	// dynamic is the membership last applied from /zookeeper/config; nil
 	// until then.
@@ -151,6 +154,8 @@ func (m *Member) openNode(nc zab.Config, trans raft.Transport) (*zab.Node, error
 		nc.CommitTimeout = t.CommitTimeout
 	}
 	nc.ConfigData = ConfigData(cfg.Peers, 0)
+	nc.HandoffTargets = m.handoffTargets
+	nc.Reroute = m.reroute
 	if cfg.ReconfigEnabled {
 		nc.ConfigAt = func(version int64) []byte { return ConfigData(cfg.Peers, version) }
 	}
@@ -192,6 +197,7 @@ func (m *Member) start(ln net.Listener) {
 	})
 	m.wg.Add(1)
 	go m.reconcileLoop()
+	m.started.Store(true)
 }
 
 // membership is a parsed /zookeeper/config.
@@ -509,6 +515,12 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 		m.node.Fail(seq, zab.ErrNotLeader)
 		return f
 	}
+	if m.node.HoldsWrites() && r.Op != jute.OpReconfig {
+		// This leader is handing leadership away (its disk is slow) and
+		// holds its clients' writes: this one queues behind them, and
+		// goes with them to the new leader if leadership moves (reroute).
+		return m.node.Submit(r)
+	}
 	// A new leader may still hold writes it queued for the old one (the
 	// forwarder submits them locally once this member leads), or a stream
 	// to the old leader with writes unanswered (the forwarder fails them
@@ -526,6 +538,17 @@ func (m *Member) Submit(r *zab.Request) *zab.Future {
 	seq, f := m.node.Register()
 	m.fwd.write(seq, f, r)
 	return f
+}
+
+// reroute is zab.Config.Reroute: a write this member held while handing
+// leadership away goes to the new leader through the forwarder, in order
+// with the writes its clients send next.
+func (m *Member) reroute(seq uint64, f *zab.Future, r *zab.Request) {
+	if !m.started.Load() {
+		m.node.Fail(seq, zab.ErrNotLeader)
+		return
+	}
+	m.fwd.write(seq, f, r)
 }
 
 // Tree returns the applied tree.
@@ -628,11 +651,18 @@ func (m *Member) Serving() bool {
 }
 
 // inEnsembleTouch is Serving for a member of an ensemble: it leads, or
-// heard from a leader within the serving lease. The forwarder calls it
+// heard from a leader within the serving lease, or handed leadership away
+// (its disk being slow) within the serving lease: it was in touch with a
+// majority then, and its raft may take a stall of its disk to hear from
+// the new leader (it persists the new term first), during which closing
+// its clients would only move them for nothing. The forwarder calls it
 // directly (it runs before m.fwd is set).
 func (m *Member) inEnsembleTouch() bool {
 	r := m.node.Raft()
 	if r.State() == raft.Leader {
+		return true
+	}
+	if at := m.node.HandedOffAt(); !at.IsZero() && time.Since(at) < m.timing.ServingLease {
 		return true
 	}
 	last := r.LastContact()

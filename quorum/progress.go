@@ -8,6 +8,7 @@
 package quorum
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -154,4 +155,22 @@ func decodeProgress(body []byte) (Progress, error) {
 		return Progress{}, fmt.Errorf("quorum: decoding the leader's progress table: %w", err)
 	}
 	return p, nil
+}
+
+// handoffTargets is zab.Config.HandoffTargets: the voters a leader whose
+// disk stalls may hand leadership to, from its progress table: those
+// Ready (in touch, serving, within SyncedLag of its commit index), the
+// least behind first. None before the member started.
+func (m *Member) handoffTargets() []raft.ServerID {
+	if !m.started.Load() {
+		return nil
+	}
+	p := m.lead.progress()
+	ready := slices.DeleteFunc(p.Members, func(mp MemberProgress) bool { return mp.Leader || mp.Observer || !mp.Ready })
+	slices.SortStableFunc(ready, func(a, b MemberProgress) int { return cmp.Compare(a.Lag, b.Lag) })
+	out := make([]raft.ServerID, 0, len(ready))
+	for _, mp := range ready {
+		out = append(out, raft.ServerID(fmt.Sprint(mp.ID)))
+	}
+	return out
 }

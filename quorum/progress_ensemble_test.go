@@ -2,6 +2,7 @@ package quorum_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -54,10 +55,36 @@ func TestProgressOnEveryMember(t *testing.T) {
 			t.Fatalf("member %d's table:\n%s\nwant\n%s", i+1, got, want(0))
 		}
 	}
+	// targets is whom the leader would hand leadership to if its disk
+	// stalled: the ready voters but itself.
+	targets := func(down int64) string {
+		out := ""
+		for id := int64(1); id < int64(c.Len()); id++ {
+			if id != leaderID && id != down {
+				out += fmt.Sprint(id)
+			}
+		}
+		return out
+	}
+	gotTargets := func() string {
+		ids := quorum.HandoffTargets(c.Member(l))
+		slices.Sort(ids)
+		out := ""
+		for _, id := range ids {
+			out += string(id)
+		}
+		return out
+	}
+	if got := gotTargets(); got != targets(0) {
+		t.Errorf("hand-off targets %q, want the other voters %q", got, targets(0))
+	}
 	f := follower(c, l)
 	c.Stop(f)
 	c.WaitFor("the leader's table with the stopped member not in touch", 10*time.Second,
 		func() bool { return describe(l) == want(int64(f+1)) })
+	if got := gotTargets(); got != targets(int64(f+1)) {
+		t.Errorf("hand-off targets %q with member %d stopped, want %q", got, f+1, targets(int64(f+1)))
+	}
 	if _, ok := (&quorum.Member{}).Progress(); ok {
 		t.Error("a member without forwarding (standalone) has a table")
 	}

@@ -34,6 +34,7 @@ type ZKMetrics struct {
 	unavailable, leaderUnavail   *zkmetrics.Summary
 	syncQueued                   *zkmetrics.Counter
 	digestMismatches             *zkmetrics.Counter
+	slowDiskHandoffs             *zkmetrics.Counter
 	writeFinal                   *zkmetrics.Summary
 	// Leader figures: proposal sizes (-1 until the first, as ZooKeeper's
 	// BufferStats) and when leadership began (unix ns; 0: not leading).
@@ -82,6 +83,7 @@ func NewZKMetrics() *ZKMetrics {
 	m.prepQueued = r.Counter("prep_processor_request_queued", "Requests read from clients and handed to the pipeline (connect requests and pings included).")
 	m.syncQueued = r.Counter("sync_processor_request_queued", "Log entries of the node's own (requests, session expiries, housekeeping) stored in this member's log.")
 	m.digestMismatches = r.Counter("digest_mismatches_count", "Times this member's tree digest differed from the leader's at the same zxid (the member then stops).")
+	m.slowDiskHandoffs = r.Counter("leader_slow_disk_handoffs", "Times this member, leading, handed leadership to another member because its raft log write to disk stalled past the limit (zkd only; the SLOW DISK log line says how long).")
 	m.unsuccessfulHandshake = r.Counter("unsuccessful_handshake", "TLS handshakes with clients that failed.")
 	m.fsync = r.Summary("fsynctime", "Duration of each fsync of the log's write-ahead log, in ms.", false)
 	m.snapshot = r.Summary("snapshottime", "Duration of each snapshot, in ms.", false)
@@ -168,9 +170,10 @@ func (m *ZKMetrics) Observer() zab.Observer {
 				m.leaderUnavail.Observe(d.Milliseconds())
 			}
 		},
-		CommandsStored: func(n int) { m.syncQueued.Add(int64(n)) },
-		RequestApplied: func(d time.Duration) { m.writeFinal.Observe(d.Milliseconds()) },
-		DigestMismatch: m.digestMismatches.Inc,
+		CommandsStored:      func(n int) { m.syncQueued.Add(int64(n)) },
+		RequestApplied:      func(d time.Duration) { m.writeFinal.Observe(d.Milliseconds()) },
+		DigestMismatch:      m.digestMismatches.Inc,
+		LeadershipHandedOff: m.slowDiskHandoffs.Inc,
 	}
 }
 

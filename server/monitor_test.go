@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/zab"
 )
 
 // mntrMap returns mntr's lines as a map.
@@ -74,38 +75,50 @@ func TestMonitorFigures(t *testing.T) {
 	}
 }
 
-// TestDigestMismatchMetric: zab's DigestMismatch is ZooKeeper's
-// digest_mismatches_count, in mntr and on /metrics.
-func TestDigestMismatchMetric(t *testing.T) {
-	m := NewZKMetrics()
-	count := func() string {
-		for _, l := range m.reg.Lines() {
-			if l.Key == "zk_digest_mismatches_count" {
-				return l.Value
+// TestObserverCounters: zab's DigestMismatch is ZooKeeper's
+// digest_mismatches_count, and LeadershipHandedOff zkd's
+// leader_slow_disk_handoffs, in mntr and on /metrics.
+func TestObserverCounters(t *testing.T) {
+	tests := []struct {
+		name string
+		fire func(zab.Observer)
+	}{
+		{"digest_mismatches_count", func(o zab.Observer) { o.DigestMismatch() }},
+		{"leader_slow_disk_handoffs", func(o zab.Observer) { o.LeadershipHandedOff() }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewZKMetrics()
+			count := func() string {
+				for _, l := range m.reg.Lines() {
+					if l.Key == "zk_"+tt.name {
+						return l.Value
+					}
+				}
+				return "missing"
 			}
-		}
-		return "missing"
-	}
-	if got := count(); got != "0" {
-		t.Fatalf("zk_digest_mismatches_count = %s before any mismatch, want 0", got)
-	}
-	m.Observer().DigestMismatch()
-	if got := count(); got != "1" {
-		t.Fatalf("zk_digest_mismatches_count = %s after one mismatch, want 1", got)
-	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(m.reg)
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == "digest_mismatches_count" {
-			if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 1 {
-				t.Fatalf("/metrics digest_mismatches_count = %v, want 1", v)
+			if got := count(); got != "0" {
+				t.Fatalf("zk_%s = %s before any event, want 0", tt.name, got)
 			}
-			return
-		}
+			tt.fire(m.Observer())
+			if got := count(); got != "1" {
+				t.Fatalf("zk_%s = %s after one event, want 1", tt.name, got)
+			}
+			reg := prometheus.NewPedanticRegistry()
+			reg.MustRegister(m.reg)
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range mfs {
+				if mf.GetName() == tt.name {
+					if v := mf.GetMetric()[0].GetCounter().GetValue(); v != 1 {
+						t.Fatalf("/metrics %s = %v, want 1", tt.name, v)
+					}
+					return
+				}
+			}
+			t.Fatalf("/metrics has no %s", tt.name)
+		})
 	}
-	t.Fatal("/metrics has no digest_mismatches_count")
 }

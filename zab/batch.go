@@ -60,12 +60,17 @@ type batchState struct {
 	poke     bool            // a batch with other members' requests landed since the last batch was proposed
 	lastSize int             // requests in the last batch proposed
 	closed   bool            // the node stopped: requests fail at once
+	holding  bool            // a leadership hand-off is under way: nothing is proposed (handoff.go)
+	// rerouting: leadership was handed off, and this member's own
+	// writes that reach the queue go to Config.Reroute instead, until it
+	// leads again (handoff.go).
+	rerouting bool
 	// queuedTotal and proposedTotal count requests ever queued and ever
 	// proposed; a barrier waits (on flushed) until proposedTotal reaches
 	// the queuedTotal it saw, so it follows every write taken before it
 	// without proposing outside the pacing.
 	queuedTotal, proposedTotal uint64
-	flushed                    *sync.Cond // on Node.submitMu; broadcast by flushLocked and failQueued
+	flushed                    *sync.Cond // on Node.submitMu; broadcast by flushLocked, failQueued and, while holding, batchLanded
 }
 
 // enqueueLocked adds a request and proposes a batch if the pacing allows.
@@ -73,6 +78,10 @@ type batchState struct {
 func (n *Node) enqueueLocked(q queued) {
 	if n.batch.closed {
 		n.failItem(q, ErrStopped)
+		return
+	}
+	if n.batch.rerouting && q.forwarded == nil && q.origin == n.bootID {
+		n.cfg.Reroute(q.seq, n.pending.get(q.seq), &q.req)
 		return
 	}
 	if q.req.Op == jute.OpCreateSession {
@@ -92,7 +101,7 @@ func (n *Node) enqueueLocked(q queued) {
 func (n *Node) mayFlushLocked() bool {
 	b := &n.batch
 	switch {
-	case len(b.queue) == 0:
+	case len(b.queue) == 0 || b.holding:
 		return false
 	case len(b.inflight) == 0:
 		return true
@@ -125,13 +134,13 @@ func (n *Node) flushLocked() {
 	af := n.raft.Apply(data, 0)
 	n.noteProposed(len(data), len(items))
 	remote := false
-	p := pendingApply{af: af, batch: id, at: time.Now()}
+	p := pendingApply{af: af, batch: id, at: time.Now(), data: data}
 	for _, it := range items {
 		remote = remote || it.origin != n.bootID
 		if it.forwarded != nil {
 			p.forwarded = append(p.forwarded, it.forwarded)
 		} else if it.origin == n.bootID {
-			p.seqs = append(p.seqs, it.seq)
+			p.own = append(p.own, ownReq{seq: it.seq, origin: it.req.Origin})
 		}
 	}
 	b.inflight[id] = remote
@@ -164,6 +173,9 @@ func (n *Node) batchLanded(id uint64, direct bool) {
 	n.submitMu.Lock()
 	remote, ok := n.batch.inflight[id]
 	delete(n.batch.inflight, id)
+	if n.batch.holding {
+		n.batch.flushed.Broadcast() // release waits for the batches in flight
+	}
 	if ok && remote && !n.standalone {
 		n.batch.poke = true
 	}
@@ -251,8 +263,8 @@ func (n *Node) drainApplyq(err error) {
 	for {
 		select {
 		case p := <-n.applyq:
-			for _, seq := range p.seqs {
-				n.fail(seq, err)
+			for _, o := range p.own {
+				n.fail(o.seq, err)
 			}
 			for _, ch := range p.forwarded {
 				ch <- err

@@ -249,7 +249,7 @@ func TestNodeBatchLandsOnFailure(t *testing.T) {
 		t.Fatalf("%d requests queued behind a full pacing, want 1", len(n.batch.queue))
 	}
 	n.submitMu.Unlock()
-	n.applyq <- pendingApply{af: failedFuture{raft.ErrLeadershipLost}, batch: id - uint64(n.maxInflight), seqs: []uint64{seq}, forwarded: []chan error{fwd}}
+	n.applyq <- pendingApply{af: failedFuture{raft.ErrLeadershipLost}, batch: id - uint64(n.maxInflight), own: []ownReq{{seq: seq}}, forwarded: []chan error{fwd}}
 	waitAll(t, []*Future{own, waiting})
 	if err := own.Result().Err; err != ErrNotLeader {
 		t.Fatalf("own request of the failed batch: %v, want ErrNotLeader", err)

@@ -46,6 +46,19 @@
 // are taken every Config.SnapshotThreshold writes (ZooKeeper's snapCount)
 // and at a clean stop; a restart loads the newest and replays the log tail.
 //
+// # A slow leader disk
+//
+// hashicorp/raft counts the leader's own log write in every commit, so a
+// leader whose fdatasync stalls holds up the whole ensemble. A goroutine
+// outside the FSM (handoff.go) watches the segment log's write in
+// progress (wal.Log.SyncingSince); once the leader's has run for one
+// tickTime (within 0.5-1 s, Config.SyncStallLimit), it asks raft to hand
+// leadership to a healthy, up-to-date voter (Config.HandoffTargets), holds
+// the writes that arrive meanwhile, and once another member leads passes
+// its own clients' writes on (Config.Reroute). One SLOW DISK line and
+// Observer.LeadershipHandedOff per hand-off; at most one per member every
+// 10 s, and never straight back to the member leadership came from.
+//
 // # Divergence detection
 //
 // Members compare ZooKeeper's tree digest (datatree.TreeDigest, digest

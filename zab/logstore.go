@@ -43,7 +43,7 @@ const moveChunk = maxAppendEntries
 // over from Pebble.
 func openLog(cfg Config, st *store.Store, onAppend func(entries, commands int, took time.Duration), onSync func(time.Duration)) (*wal.Log, error) {
 	dir := filepath.Join(cfg.Dir, walDir)
-	l, err := wal.Open(wal.Options{Dir: dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("wal"), OnAppend: onAppend, OnSync: onSync, OnSyncError: cfg.OnDiskFailure, MaxBatch: maxAppendEntries})
+	l, err := wal.Open(wal.Options{Dir: dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("wal"), OnAppend: onAppend, OnSync: onSync, OnSyncError: cfg.OnDiskFailure, MaxBatch: maxAppendEntries, BeforeSync: cfg.beforeSync})
 	if err != nil {
 		return nil, fmt.Errorf("zab: open the raft log in %s: %w", dir, err)
 	}

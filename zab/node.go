@@ -158,11 +158,36 @@ type Config struct {
 	// clock is the time of session expiry (the tracker's deadlines and
 	// the leader's tick gaps); nil means the real clock. Tests move it.
 	clock session.Clock
+	// SyncStallLimit is how long this member's raft log write may run
+	// while it leads before it hands leadership to another voter
+	// (handoff.go). Zero derives it from TickTime (one tick, within 500
+	// ms..1 s); negative never hands off.
+	SyncStallLimit time.Duration
+	// HandoffTargets, when set, lists the voters (raft ids) a leader whose
+	// disk stalls may hand leadership to, best first: those in touch and
+	// up to date. quorum fills it from the followers' progress reports.
+	// Unset, raft picks the follower its replication has furthest along.
+	// It must not block.
+	HandoffTargets func() []raft.ServerID
+	// Reroute, when set, takes the writes of this member's own clients
+	// that waited here, never proposed, while it handed leadership away
+	// because of a slow disk (handoff.go), in order, each with its seq and
+	// the Future Submit returned; then every write Submit gets until this
+	// member leads again. Its caller must get them to the new leader as
+	// this member's requests (origin BootID, seq), as quorum's forwarding
+	// does; their Futures complete when they apply here. Unset, such
+	// writes fail with ErrNotLeader. Called with the node's submit lock
+	// held: it must not block for long, nor call back into the node.
+	Reroute func(seq uint64, f *Future, r *Request)
 	// MaxInflightBatches is how many entries of packed client requests
 	// (batch.go) this member keeps in flight, proposed but not yet applied
 	// here; requests arriving meanwhile wait and go as one entry. Zero
 	// means DefaultMaxInflightBatches.
 	MaxInflightBatches int
+
+	// beforeSync is wal.Options.BeforeSync: tests stall the log's
+	// fdatasyncs with it.
+	beforeSync func(path string)
 }
 
 // DefaultConfig returns a standalone configuration with ZooKeeper's
@@ -226,6 +251,8 @@ type Node struct {
 	// commitTimeout is raft's CommitTimeout: the longest a follower waits
 	// to hear of a commit without a poke (batch.go).
 	commitTimeout time.Duration
+	// electionTimeout is raft's ElectionTimeout (handoff.go).
+	electionTimeout time.Duration
 	// raftReady is raft once NewRaft returned, for the apply goroutine,
 	// which may run before n.raft is set (divergence reports).
 	raftReady atomic.Pointer[raft.Raft]
@@ -241,6 +268,12 @@ type Node struct {
 	opened time.Time
 	// leading mirrors raft's leadership for the observer (Observer).
 	leading atomic.Bool
+	// holding mirrors batch.holding for HoldsWrites, which reads it
+	// without the submit lock.
+	holding atomic.Bool
+	// handedOffAt is when this member last began handing leadership away
+	// because its disk was slow (unix ns; 0: never), for HandedOffAt.
+	handedOffAt atomic.Int64
 	// seq numbers this member's requests; pending maps them to futures
 	// until their entry applies (requests forwarded to the leader
 	// included: the leader proposes them with this member's bootID).
@@ -385,6 +418,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	rc.BatchApplyCh = true
 	n.commitTimeout = rc.CommitTimeout
+	n.electionTimeout = rc.ElectionTimeout
 	// Client writes are packed (batch.go), so few entries wait at once;
 	// raft allocates a slice of this many pointers for every commit.
 	rc.MaxAppendEntries = maxAppendEntries
@@ -486,6 +520,10 @@ func Open(cfg Config) (*Node, error) {
 	go n.completeLoop()
 	go n.proposeLoop()
 	go n.snapshotLoop()
+	if limit := stallLimit(cfg); limit > 0 {
+		n.wg.Add(1)
+		go n.diskWatch(limit)
+	}
 	return n, nil
 }
 
@@ -661,6 +699,26 @@ func (n *Node) Standalone() bool { return n.standalone }
 // IsLeader reports whether this member is the raft leader now.
 func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
 
+// HoldsWrites reports whether this member, leading, is handing leadership
+// away because its disk is slow and holds the writes it gets meanwhile
+// (handoff.go). Its clients' writes must then go to Submit even once it no
+// longer leads: they queue behind the held ones, and go with them to
+// Config.Reroute, so one connection's writes keep their order.
+func (n *Node) HoldsWrites() bool { return n.holding.Load() }
+
+// HandedOffAt returns when this member last began handing leadership away
+// because its disk was slow (handoff.go); the zero time if it never did.
+// A deposed leader whose disk is slow may take seconds to hear from its
+// successor (raft's main loop persists the new term first, on that
+// disk); quorum keeps it serving meanwhile, as it knows a healthy member
+// is taking over.
+func (n *Node) HandedOffAt() time.Time {
+	if ns := n.handedOffAt.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
 // Leader returns the id of the member this one believes leads ("" when
 // none is known).
 func (n *Node) Leader() raft.ServerID {
@@ -802,14 +860,24 @@ type Stats struct {
 	Store    store.Metrics
 }
 
-// pendingApply pairs a raft future with the batch it carries: the seqs of
-// this member's own requests in it and the outcomes of the forwarded ones.
+// pendingApply pairs a raft future with the batch it carries: this
+// member's own requests in it and the outcomes of the forwarded ones.
 type pendingApply struct {
 	af        raft.ApplyFuture
 	batch     uint64
-	seqs      []uint64
+	own       []ownReq
 	forwarded []chan error
 	at        time.Time // when it was proposed, for Observer.QuorumAcked
+	// data is the encoded entry, decoded again only if raft refuses it
+	// during a hand-off (requeue).
+	data []byte
+}
+
+// ownReq is one of this member's own requests in a batch: its seq, and
+// the client connection it came from (Request.Origin, which the entry
+// does not carry).
+type ownReq struct {
+	seq, origin uint64
 }
 
 // newBootID returns a process-unique id for this run's entries. It is not
@@ -872,13 +940,17 @@ func (n *Node) completeLoop() {
 		select {
 		case p := <-n.applyq:
 			err := p.af.Error()
+			if errors.Is(err, raft.ErrLeadershipTransferInProgress) && n.requeue(p) {
+				n.batchLanded(p.batch, false)
+				continue
+			}
 			if err != nil {
 				err = raftErr(err)
-				for _, seq := range p.seqs {
-					n.fail(seq, err)
+				for _, o := range p.own {
+					n.fail(o.seq, err)
 				}
 			} else {
-				for range len(p.seqs) + len(p.forwarded) {
+				for range len(p.own) + len(p.forwarded) {
 					n.noteAcked(p.at)
 				}
 			}
@@ -909,7 +981,7 @@ func raftErr(err error) error {
 // session's clock; each tick it expires sessions; each container interval
 // it proposes deletes of empty containers and expired TTL nodes.
 //
-// A leader whose ticks stopped for longer than stallLimit (the process
+// A leader whose ticks stopped for longer than tickStallLimit (the process
 // was stopped, SIGSTOP or a frozen VM, or starved) restarts every
 // session's clock instead of expiring: it could not hear from the
 // sessions meanwhile (the touches sent to it wait unread in its sockets),
@@ -926,7 +998,7 @@ func (n *Node) leaderLoop() {
 	defer sweep.Stop()
 	leading := false
 	lastTick := n.clock.Now()
-	stall := stallLimit(n.cfg.TickTime)
+	stall := tickStallLimit(n.cfg.TickTime)
 	for {
 		select {
 		case <-n.stop:
@@ -934,6 +1006,11 @@ func (n *Node) leaderLoop() {
 		case l := <-n.raft.LeaderCh():
 			leading = l
 			n.leading.Store(l)
+			if l {
+				n.submitMu.Lock()
+				n.batch.rerouting = false
+				n.submitMu.Unlock()
+			}
 			if n.cfg.Observer.Leading != nil {
 				n.cfg.Observer.Leading(l)
 			}
@@ -958,6 +1035,14 @@ func (n *Node) leaderLoop() {
 				n.tracker.ResetAll()
 				n.log.Warn("leader did not run for longer than the stall limit (the process was stopped or starved): session clocks restarted, no session expires for the time it missed",
 					zap.Duration("gap", gap.Round(time.Millisecond)), zap.Duration("stallLimit", stall), zap.Int("sessions", n.tracker.Len()))
+				continue
+			}
+			if n.holding.Load() || !n.IsLeader() {
+				// Handing leadership away (a slow disk), or raft
+				// stepped down and this loop has not heard yet: the
+				// members' touches go to the new leader from the
+				// moment it is elected, so this member's session
+				// clocks are going stale (handoff.go).
 				continue
 			}
 			if ids := n.tracker.Expired(); len(ids) > 0 {
@@ -991,11 +1076,11 @@ func (n *Node) leaderLoop() {
 	}
 }
 
-// stallLimit is how long a leader's expiry ticks may stop before it
+// tickStallLimit is how long a leader's expiry ticks may stop before it
 // treats the gap as its own absence (leaderLoop): two ticks, the shortest
 // session timeout ZooKeeper negotiates, and at least a second, so that a
 // busy machine's late ticks still expire sessions on time.
-func stallLimit(tick time.Duration) time.Duration { return max(2*tick, time.Second) }
+func tickStallLimit(tick time.Duration) time.Duration { return max(2*tick, time.Second) }
 
 // ensureConfig proposes cfg.ConfigData for /zookeeper/config if the tree
 // holds something else once this new leader applied the log.

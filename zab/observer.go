@@ -88,6 +88,10 @@ type Observer struct {
 	// from the leader's at the same zxid (ZooKeeper's
 	// digest_mismatches_count), just before Config.OnDivergence.
 	DigestMismatch func()
+	// LeadershipHandedOff is called when this member, leading, handed
+	// leadership to another member because its raft log write stalled
+	// past the limit (handoff.go).
+	LeadershipHandedOff func()
 }
 
 // noteProposed tells the observer about a proposal of size bytes

@@ -162,6 +162,14 @@ func (p *pendingFutures) take(seq uint64) *Future {
 	return f
 }
 
+// get returns the future of request seq without removing it, nil if none
+// waits.
+func (p *pendingFutures) get(seq uint64) *Future {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[seq]
+}
+
 // takeAll removes and returns every future still waiting.
 func (p *pendingFutures) takeAll() []*Future {
 	p.mu.Lock()

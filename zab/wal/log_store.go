@@ -129,6 +129,7 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	if int64(headerSize+n) > MaxSegmentSize {
 		return fmt.Errorf("wal: store logs %d-%d: batch of %d bytes is larger than any segment", first, logs[len(logs)-1].Index, n)
 	}
+	defer l.markBusy()()
 	segs := l.mu.segs
 	var tail *segment
 	if len(segs) > 0 {

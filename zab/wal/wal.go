@@ -75,6 +75,11 @@ type Options struct {
 	// segment file fails, with the file and the error, before the error is
 	// returned (see zab.Config.OnDiskFailure).
 	OnSyncError func(file string, err error)
+	// BeforeSync, when set, is called before each fdatasync of a segment
+	// file with its path, inside the time that SyncingSince, OnSync and
+	// LastSync count: tests stall it to play a slow disk. Not called with
+	// NoSync.
+	BeforeSync func(path string)
 }
 
 // Validate reports the first bad field of o.
@@ -105,6 +110,7 @@ type Log struct {
 	onAppend    func(entries, commands int, took time.Duration)
 	onSync      func(time.Duration)
 	onSyncError func(file string, err error)
+	beforeSync  func(path string)
 	maxBatch    int
 
 	closed atomic.Bool
@@ -150,6 +156,12 @@ type Log struct {
 	appendedBytes   atomic.Uint64
 	syncs           atomic.Uint64
 	lastAppendNs    atomic.Int64
+	lastSyncNs      atomic.Int64
+
+	// busySince is when the disk write the log now waits on began (unix
+	// ns), 0 when none: see SyncingSince. Stored only by the writer (w
+	// held, or Open).
+	busySince atomic.Int64
 }
 
 // bounds is the log's first and last index; both are 0 when empty is set.
@@ -202,6 +214,7 @@ func Open(opts Options) (*Log, error) {
 		onAppend:    opts.OnAppend,
 		onSync:      opts.OnSync,
 		onSyncError: opts.OnSyncError,
+		beforeSync:  opts.BeforeSync,
 		maxBatch:    opts.MaxBatch,
 		spareWanted: make(chan struct{}, 1),
 		stop:        make(chan struct{}),
@@ -585,13 +598,45 @@ func (l *Log) Metrics() Metrics {
 	return m
 }
 
+// SyncingSince returns when the disk write the log is waiting on began:
+// the StoreLogs in progress (from its first write, a rotation included, to
+// the end of its fdatasync), or any other fdatasync of a segment file
+// (DeleteRange, recovery); the zero time when none is in progress. It
+// reads one atomic value and never blocks, so a monitor can watch a
+// writer stuck in the kernel (zab hands leadership away when the leader's
+// has run too long).
+func (l *Log) SyncingSince() time.Time {
+	if ns := l.busySince.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// LastSync returns how long the last completed fdatasync of a segment file
+// took; 0 before the first (and always with NoSync).
+func (l *Log) LastSync() time.Duration { return time.Duration(l.lastSyncNs.Load()) }
+
+// markBusy records that the log's writer, holding w, starts waiting on the
+// disk, unless it already is; the returned function, deferred, ends it.
+func (l *Log) markBusy() func() {
+	if l.busySince.Load() != 0 {
+		return func() {}
+	}
+	l.busySince.Store(time.Now().UnixNano())
+	return func() { l.busySince.Store(0) }
+}
+
 // syncFile fdatasyncs the segment file f (named path) unless NoSync,
 // counting and reporting the sync.
 func (l *Log) syncFile(f *os.File, path string) error {
 	if l.noSync {
 		return nil
 	}
+	defer l.markBusy()()
 	start := time.Now()
+	if l.beforeSync != nil {
+		l.beforeSync(path)
+	}
 	if err := fdatasync(f); err != nil {
 		if l.onSyncError != nil {
 			l.onSyncError(path, err)
@@ -600,6 +645,7 @@ func (l *Log) syncFile(f *os.File, path string) error {
 	}
 	took := time.Since(start)
 	l.syncs.Add(1)
+	l.lastSyncNs.Store(int64(took))
 	if l.onSync != nil {
 		l.onSync(took)
 	}

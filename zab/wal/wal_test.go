@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -467,5 +468,55 @@ func TestOptionsValidate(t *testing.T) {
 				t.Fatal("Open accepted bad options")
 			}
 		})
+	}
+}
+
+// TestSyncingSince: while a StoreLogs waits on its fdatasync, SyncingSince
+// reports when its disk write began, without waiting for it; once it
+// returns, SyncingSince is zero and LastSync holds the sync's duration.
+func TestSyncingSince(t *testing.T) {
+	release := make(chan struct{})
+	var stall atomic.Bool
+	l := openLog(t, Options{Dir: t.TempDir(), SegmentSize: MinSegmentSize * 64, BeforeSync: func(string) {
+		if stall.Load() {
+			<-release
+		}
+	}})
+	if err := l.StoreLogs(logRange(1, 3, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if !l.SyncingSince().IsZero() {
+		t.Fatalf("SyncingSince = %v with no write in progress, want zero", l.SyncingSince())
+	}
+	stall.Store(true)
+	before := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- l.StoreLogs(logRange(4, 6, 1)) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for l.SyncingSince().IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatal("SyncingSince stayed zero while a StoreLogs waited on its fdatasync")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	since := l.SyncingSince()
+	if since.Before(before.Add(-time.Millisecond)) || since.After(time.Now()) {
+		t.Fatalf("SyncingSince = %v, want between %v and now", since, before)
+	}
+	const held = 50 * time.Millisecond
+	time.Sleep(held) // the stall being measured, not a wait for an event
+	if got := time.Since(l.SyncingSince()); got < held {
+		t.Fatalf("the write in progress has run %v by SyncingSince, want at least %v", got, held)
+	}
+	stall.Store(false)
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !l.SyncingSince().IsZero() {
+		t.Fatalf("SyncingSince = %v after the write returned, want zero", l.SyncingSince())
+	}
+	if got := l.LastSync(); got < held {
+		t.Fatalf("LastSync = %v, want at least the %v the sync was held", got, held)
 	}
 }
