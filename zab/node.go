@@ -869,7 +869,7 @@ type pendingApply struct {
 	forwarded []chan error
 	at        time.Time // when it was proposed, for Observer.QuorumAcked
 	// data is the encoded entry, decoded again only if raft refuses it
-	// during a hand-off (requeue).
+	// during a hand-off (requeue); nil standalone, which never hands off.
 	data []byte
 }
 
