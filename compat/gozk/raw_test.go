@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -294,6 +295,13 @@ func TestIntegration_SessionHandshake(t *testing.T) {
 		rawCreate(t, c, "/eph", jute.ModeEphemeral)
 		id, pw := c.SessionID, c.Passwd
 		c.Abandon()
+		// Wait until the server has dropped the abandoned connection.
+		// ZooKeeper 3.8 unmaps a session from its connection by session
+		// id alone when a connection closes (removeCnxnFromSessionMap), so
+		// a close seen after the reattach would unmap the new connection
+		// too, and the wrong-password attempt below would find nothing to
+		// close.
+		awaitNoConnection(t, s, id)
 		again, err := zkwire.Dial(s.Addr, zkwire.Options{SessionID: id, Passwd: pw, Timeout: 2 * time.Second})
 		must(t, err)
 		if again.SessionID != id {
@@ -337,4 +345,22 @@ func TestIntegration_SessionHandshake(t *testing.T) {
 			t.Fatalf("ephemeral after closeSession: %v", err)
 		}
 	})
+}
+
+// awaitNoConnection polls cons until no connection of the server carries
+// session id.
+func awaitNoConnection(t *testing.T, s *zkproc.Server, id int64) {
+	t.Helper()
+	sid := fmt.Sprintf("sid=0x%x,", uint64(id))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := s.FourLetter("cons")
+		if err == nil && !strings.Contains(out, sid) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("session 0x%x still has a connection after 10 s: %v\n%s", uint64(id), err, out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
