@@ -30,7 +30,11 @@
 // talks to. If the stream breaks, or the leader answers that it could not
 // propose (it lost leadership), the future fails with zab.ErrNotLeader and
 // the server closes the client's connection (ConnectionLoss), so the
-// client retries elsewhere. While no leader is known (an election), a
+// client retries elsewhere. When a batch commits with nothing behind it,
+// the leader tells every member streaming to it (msgCommitted), which
+// hands its raft the commit at once (commitnotice.go), so a forwarded
+// write is answered one hop after it commits. While no leader is known
+// (an election), a
 // follower holds unsent requests for up to the hold timeout, retrying with
 // jitter, as consul's RPC forwarding does.
 //

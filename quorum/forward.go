@@ -43,6 +43,11 @@ const (
 	// the leader's Progress table (progress.go). Followers of an older
 	// version ignore kinds they do not know.
 	msgProgress byte = 7
+	// msgCommitted (leader → follower): the leader's myid, a raft term
+	// and index: the entry at index, which the leader proposed as leader
+	// of that term, committed (commitnotice.go). Followers of an older
+	// version ignore it.
+	msgCommitted byte = 10
 )
 
 // fwdItem is one thing the forwarder sends, in queue order.

@@ -28,8 +28,10 @@ type leaderSide struct {
 	pendingSyncs atomic.Int64
 	mu           struct {
 		sync.Mutex
-		conns  map[net.Conn]struct{}
-		closed bool
+		conns map[net.Conn]struct{}
+		// writers are the streams' answer writers, for commit notices.
+		writers map[*lockedWriter]struct{}
+		closed  bool
 		// lastSeen is when each member last sent something on its
 		// stream: reconfig's test of a synced quorum.
 		lastSeen map[int64]time.Time
@@ -89,6 +91,7 @@ func (l *leaderSide) inTouch(id int64, d time.Duration) bool {
 func newLeaderSide(m *Member, ln net.Listener) *leaderSide {
 	l := &leaderSide{m: m, ln: ln}
 	l.mu.conns = map[net.Conn]struct{}{}
+	l.mu.writers = map[*lockedWriter]struct{}{}
 	l.mu.lastSeen = map[int64]time.Time{}
 	l.mu.applied = map[int64]appliedReport{}
 	l.wg.Add(1)
@@ -129,6 +132,16 @@ func (l *leaderSide) close() {
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
+}
+
+// streams appends the answer writers of the open streams to buf.
+func (l *leaderSide) streams(buf []*lockedWriter) []*lockedWriter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for w := range l.mu.writers {
+		buf = append(buf, w)
+	}
+	return buf
 }
 
 // lockedWriter serialises the answers of the responder and sync
@@ -172,6 +185,14 @@ func (l *leaderSide) serve(nc net.Conn) {
 		tc.SetNoDelay(true)
 	}
 	w := &lockedWriter{nc: nc, w: bufio.NewWriter(nc)}
+	l.mu.Lock()
+	l.mu.writers[w] = struct{}{}
+	l.mu.Unlock()
+	defer func() {
+		l.mu.Lock()
+		delete(l.mu.writers, w)
+		l.mu.Unlock()
+	}()
 	results := make(chan proposed, 4096)
 	var inner sync.WaitGroup
 	inner.Add(1)

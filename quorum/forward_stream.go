@@ -12,6 +12,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -237,6 +238,11 @@ func (f *forwarder) readLoop(c *fconn) {
 					r.err = zab.ErrNotLeader
 				}
 				f.syncDone(id, r)
+			}
+		case msgCommitted:
+			leader, term, index := d.ReadLong(), d.ReadLong(), d.ReadLong()
+			if d.Err() == nil {
+				f.m.node.LeaderCommitted(raft.ServerID(strconv.FormatInt(leader, 10)), uint64(term), uint64(index))
 			}
 		case msgProgress:
 			p, err := decodeProgress(body)

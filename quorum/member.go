@@ -54,6 +54,10 @@ type Member struct {
 	stop        chan struct{}
 	wg          sync.WaitGroup
 
+	// teller holds the newest commit for tellLoop to send the followers
+	// (commitnotice.go).
+	teller commitTeller
+
 	// leaderProbe is set while leaderStreamEnded probes a leader.
 	leaderProbe atomic.Bool
 
@@ -156,6 +160,8 @@ func (m *Member) openNode(nc zab.Config, trans raft.Transport) (*zab.Node, error
 	nc.ConfigData = ConfigData(cfg.Peers, 0)
 	nc.HandoffTargets = m.handoffTargets
 	nc.Reroute = m.reroute
+	m.teller.wake = make(chan struct{}, 1)
+	nc.OnCommitted = m.committed
 	if cfg.ReconfigEnabled {
 		nc.ConfigAt = func(version int64) []byte { return ConfigData(cfg.Peers, version) }
 	}
@@ -195,8 +201,9 @@ func (m *Member) start(ln net.Listener) {
 		defer cancel()
 		return m.fwd.sync(ctx)
 	})
-	m.wg.Add(1)
+	m.wg.Add(2)
 	go m.reconcileLoop()
+	go m.tellLoop()
 	m.started.Store(true)
 }
 

@@ -65,17 +65,20 @@ var errVoteFenced = errors.New("quorum: this member does not vote until it has c
 // through the filter goroutine: one channel hop more per RPC.
 type voteFence struct {
 	*raft.NetworkTransport
-	fenced  atomic.Bool
-	rpcs    chan raft.RPC
-	stop    chan struct{}
-	stopped sync.Once
+	fenced atomic.Bool
+	rpcs   chan raft.RPC
+	// injected holds RPCs of this member's own making for raft (zab's
+	// commit notices), which pass the fence.
+	injected chan raft.RPC
+	stop     chan struct{}
+	stopped  sync.Once
 	// refused counts the vote requests refused while fenced.
 	refused atomic.Int64
 }
 
 // newVoteFence returns t fenced; storing false in fenced opens it.
 func newVoteFence(t *raft.NetworkTransport) *voteFence {
-	f := &voteFence{NetworkTransport: t, rpcs: make(chan raft.RPC), stop: make(chan struct{})}
+	f := &voteFence{NetworkTransport: t, rpcs: make(chan raft.RPC), injected: make(chan raft.RPC, 16), stop: make(chan struct{})}
 	f.fenced.Store(true)
 	go f.filter()
 	return f
@@ -84,12 +87,29 @@ func newVoteFence(t *raft.NetworkTransport) *voteFence {
 // Consumer implements raft.Transport: the RPCs that pass the fence.
 func (f *voteFence) Consumer() <-chan raft.RPC { return f.rpcs }
 
+// Inject hands raft an RPC of this member's own making (zab's commit
+// notices) unless too many wait already; it never blocks.
+func (f *voteFence) Inject(rpc raft.RPC) bool {
+	select {
+	case f.injected <- rpc:
+		return true
+	default:
+		return false
+	}
+}
+
 func (f *voteFence) filter() {
 	in := f.NetworkTransport.Consumer()
 	for {
 		select {
 		case <-f.stop:
 			return
+		case rpc := <-f.injected:
+			select {
+			case f.rpcs <- rpc:
+			case <-f.stop:
+				return
+			}
 		case rpc := <-in:
 			if f.fenced.Load() {
 				switch c := rpc.Command.(type) {

@@ -57,10 +57,16 @@ type batchState struct {
 	bytes    int
 	nextID   uint64
 	inflight map[uint64]bool // batch ids proposed and not yet landed: whether they carry other members' requests
-	poke     bool            // a batch with other members' requests landed since the last batch was proposed
-	lastSize int             // requests in the last batch proposed
-	closed   bool            // the node stopped: requests fail at once
-	holding  bool            // a leadership hand-off is under way: nothing is proposed (handoff.go)
+	// poke: since the last batch was proposed, a batch landed whose
+	// commit the followers must hear of (commitnotice.go): any batch with
+	// commit notices, one with other members' requests without.
+	poke bool
+	// landed is the newest of this member's batches that committed, for
+	// a commit notice.
+	landed   struct{ index, term uint64 }
+	lastSize int  // requests in the last batch proposed
+	closed   bool // the node stopped: requests fail at once
+	holding  bool // a leadership hand-off is under way: nothing is proposed (handoff.go)
 	// rerouting: leadership was handed off, and this member's own
 	// writes that reach the queue go to Config.Reroute instead, until it
 	// leads again (handoff.go).
@@ -168,30 +174,39 @@ func (n *Node) flushLocked() {
 
 // batchLanded ends batch id's flight and proposes what waits. The apply
 // goroutine calls it with direct set as the batch commits, before its
-// requests apply: it proposes the next batch itself, so that batch's fsync
-// overlaps this one's apply and replies without waking the proposer first.
-// (raft.Apply does not block it: every Apply is made under submitMu, and
-// the pacing keeps at most MaxInflightBatches batches and the odd leader
-// entry in raft's apply channel, far below its capacity.) completeLoop
-// calls it for a batch that failed, and hands the proposing to the
-// proposer goroutine.
-func (n *Node) batchLanded(id uint64, direct bool) {
+// requests apply, with the entry's raft index and term: it proposes the
+// next batch itself, so that batch's fsync overlaps this one's apply and
+// replies without waking the proposer first, and tells the followers of
+// the commit if nothing follows. (raft.Apply does not block it: every
+// Apply is made under submitMu, and the pacing keeps at most
+// MaxInflightBatches batches and the odd leader entry in raft's apply
+// channel, far below its capacity.) completeLoop calls it for a batch
+// that failed, and hands the proposing to the proposer goroutine.
+func (n *Node) batchLanded(id uint64, direct bool, index, term uint64) {
 	n.submitMu.Lock()
-	remote, ok := n.batch.inflight[id]
-	delete(n.batch.inflight, id)
-	if n.batch.holding {
-		n.batch.flushed.Broadcast() // release waits for the batches in flight
+	b := &n.batch
+	remote, ok := b.inflight[id]
+	delete(b.inflight, id)
+	if b.holding {
+		b.flushed.Broadcast() // release waits for the batches in flight
 	}
-	if ok && remote && !n.standalone {
-		n.batch.poke = true
+	if ok && !n.standalone && (remote || n.cfg.OnCommitted != nil) {
+		b.poke = true
+	}
+	if index > b.landed.index {
+		b.landed.index, b.landed.term = index, term
 	}
 	if ok && direct {
 		for n.mayFlushLocked() {
 			n.flushLocked()
 		}
 	}
+	tellIndex, tellTerm := n.takeNoticeLocked()
 	more := ok && (n.mayFlushLocked() || n.pokeDueLocked())
 	n.submitMu.Unlock()
+	if tellIndex > 0 {
+		n.cfg.OnCommitted(tellTerm, tellIndex)
+	}
 	if more {
 		select {
 		case n.proposeWake <- struct{}{}:
@@ -204,13 +219,11 @@ func (n *Node) batchLanded(id uint64, direct bool) {
 // one of them lands, and pokes the followers after a batch of theirs.
 //
 // The poke: a follower applies, and so answers, a request it forwarded
-// only once it learns that the leader committed it, from the leader's
-// next AppendEntries. Under load the next batch brings that at once; when
-// nothing follows, hashicorp/raft sends it only after CommitTimeout (1 to
-// 2 ms at its 1 ms minimum), and offers no way to send it sooner but a new
-// entry. So the leader appends a raft barrier, which reaches the
-// followers with the commit index: one more small entry and fsync when
-// idle, instead of up to 2 ms on every forwarded write.
+// only once it learns that the leader committed it. With commit notices
+// (Config.OnCommitted), batchLanded tells it at once. Without, the leader
+// appends a raft barrier, which reaches the followers with the commit
+// index: one more small entry and fsync on every member, instead of
+// waiting up to two raft CommitTimeouts.
 func (n *Node) proposeLoop() {
 	defer n.wg.Done()
 	for {
@@ -223,28 +236,46 @@ func (n *Node) proposeLoop() {
 		for n.mayFlushLocked() {
 			n.flushLocked()
 		}
-		if n.pokeDueLocked() {
+		tell, term := n.takeNoticeLocked()
+		if n.cfg.OnCommitted == nil && n.pokeDueLocked() {
 			n.batch.poke = false
 			// Under submitMu, so it enters the log in order with the
 			// batches; raft.Barrier only queues it.
 			n.raft.Barrier(0)
 		}
 		n.submitMu.Unlock()
+		if tell > 0 {
+			n.cfg.OnCommitted(term, tell)
+		}
 	}
 }
 
+// takeNoticeLocked returns the index and term of the commit to tell the
+// followers of now, and clears the poke; index 0 when none is due or
+// commit notices are off. The caller holds submitMu and calls
+// Config.OnCommitted once it released it.
+func (n *Node) takeNoticeLocked() (index, term uint64) {
+	if n.cfg.OnCommitted == nil || !n.pokeDueLocked() {
+		return 0, 0
+	}
+	n.batch.poke = false
+	return n.batch.landed.index, n.batch.landed.term
+}
+
 // pokeDueLocked reports whether the followers must be told of a commit:
-// a batch of theirs landed, and no batch follows that would carry it.
-// Not while the log's fdatasync takes CommitTimeout or longer: raft sends
-// the commit within one to two CommitTimeouts anyway, and a poke, an entry
-// of its own, would hold the next batch behind one more slow fdatasync (a
-// leader whose disk stalls for a second per fsync took two per write).
-// The caller holds submitMu.
+// a batch landed, and no batch follows that would carry it. For the
+// barrier, not while the log's fdatasync takes CommitTimeout or longer:
+// raft sends the commit within one to two CommitTimeouts anyway, and a
+// barrier, an entry of its own, would hold the next batch behind one
+// more slow fdatasync (a leader whose disk stalls for a second per fsync
+// took two per write). A commit notice touches no disk. The caller holds
+// submitMu.
 func (n *Node) pokeDueLocked() bool {
-	if time.Duration(n.lastSync.Load()) >= n.commitTimeout {
+	b := &n.batch
+	if !b.poke || len(b.queue) != 0 || len(b.inflight) != 0 {
 		return false
 	}
-	return n.batch.poke && len(n.batch.queue) == 0 && len(n.batch.inflight) == 0
+	return n.cfg.OnCommitted != nil || time.Duration(n.lastSync.Load()) < n.commitTimeout
 }
 
 // failQueued stops the packing and fails every request still waiting to

@@ -91,7 +91,7 @@ func TestBatchAppliesAsSingleEntries(t *testing.T) {
 			want := applyAll(t, single, unpack(packed), 3)
 			f := newFSM(datatree.DefaultConfig(), zaptest.NewLogger(t))
 			var batches []uint64
-			f.onBatch = func(_, id uint64) { batches = append(batches, id) }
+			f.onBatch = func(_, id, _, _ uint64) { batches = append(batches, id) }
 			got := applyAll(t, f, packed, 3)
 			if len(got) != len(want) || len(got) != len(es)-1 {
 				t.Fatalf("%d results, want %d", len(got), len(want))

@@ -30,10 +30,11 @@
 // Config.MaxInflightBatches, sooner, once as many wait as the last batch
 // held). Under load the log holds one entry per group commit,
 // and raft's costs per entry (its future, the append, AppendEntries to
-// each follower, commit and apply) are paid per batch. After a batch of
-// forwarded writes, when nothing follows it, the leader appends a raft
-// barrier so that the followers learn the commit at once rather than after
-// raft's CommitTimeout.
+// each follower, commit and apply) are paid per batch. When a batch commits
+// with nothing behind it, the leader tells its followers at once
+// (Config.OnCommitted, commitnotice.go), and each hands its raft the
+// AppendEntries that carries that commit, rather than waiting for raft's
+// CommitTimeout; nothing more enters the log.
 //
 // Raft's log lives in a segment log (package wal) in the data directory's
 // wal folder, behind a byte-bounded cache of recent entries (logstore.go):

@@ -81,8 +81,10 @@ type fsm struct {
 	// onBatch is called when a kindBatch entry is committed, before its
 	// requests apply, with the entry's origin and batch id: the leader
 	// proposes the next batch then, so that its fsync overlaps this
-	// batch's apply and replies. Called on the apply goroutine.
-	onBatch func(origin, id uint64)
+	// batch's apply and replies, and tells followers of the commit. Also
+	// given the entry's raft index and term. Called on the apply
+	// goroutine.
+	onBatch func(origin, id, index, term uint64)
 	// lockName tells a lock recipe's node name (Config.LockName): those
 	// of an expired session become tombstones under a lock delay.
 	lockName func(name string) bool
@@ -188,7 +190,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	if e.kind == kindBatch {
 		f.checkDigest(e.mark, l.Index)
 		if f.onBatch != nil {
-			f.onBatch(e.origin, e.seq)
+			f.onBatch(e.origin, e.seq, l.Index, l.Term)
 		}
 		tree := f.tree.Load()
 		for i := range e.packed {

@@ -149,6 +149,11 @@ type logCache struct {
 	mu    sync.RWMutex
 	logs  []*raft.Log // contiguous indexes, oldest first
 	bytes int
+
+	// afterStore, when set, is called with the last index stored after
+	// each successful append (a commit notice waiting for its entry,
+	// commitnotice.go). It must not block.
+	afterStore func(last uint64)
 }
 
 // Bounds of logCache.
@@ -185,6 +190,16 @@ func (c *logCache) StoreLogs(logs []*raft.Log) error {
 		c.reset()
 		return err
 	}
+	c.cache(logs)
+	if c.afterStore != nil && len(logs) > 0 {
+		c.afterStore(logs[len(logs)-1].Index)
+	}
+	return nil
+}
+
+// cache adds stored entries to the cache, dropping the oldest beyond its
+// bounds.
+func (c *logCache) cache(logs []*raft.Log) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, l := range logs {
@@ -203,7 +218,6 @@ func (c *logCache) StoreLogs(logs []*raft.Log) error {
 	if drop > 0 {
 		c.logs = append(c.logs[:0], c.logs[drop:]...)
 	}
-	return nil
 }
 
 // DeleteRange implements raft.LogStore; it empties the cache.

@@ -184,6 +184,14 @@ type Config struct {
 	// here; requests arriving meanwhile wait and go as one entry. Zero
 	// means DefaultMaxInflightBatches.
 	MaxInflightBatches int
+	// OnCommitted, when set, is how the leader tells its followers at
+	// once that an entry it proposed committed (commitnotice.go): it is
+	// called, and must not block, when a batch of client requests
+	// commits with nothing proposed behind it, with the entry's term and
+	// index; a follower passes them to LeaderCommitted. Unset, the leader
+	// appends a raft barrier instead after its followers' requests
+	// commit (one more fsync on every member).
+	OnCommitted func(term, index uint64)
 
 	// beforeSync is wal.Options.BeforeSync: tests stall the log's
 	// fdatasyncs with it.
@@ -246,6 +254,10 @@ type Node struct {
 	// on it (CampaignNow sends itself a TimeoutNow through them).
 	transport raft.Transport
 	addr      raft.ServerAddress
+	// inject hands raft RPCs of this member's making (commit notices);
+	// nil without Config.OnCommitted.
+	inject  rpcInjector
+	notices noticeState
 	// lastSync is the duration of the raft log's last fdatasync, in ns.
 	lastSync atomic.Int64
 	// commitTimeout is raft's CommitTimeout: the longest a follower waits
@@ -381,9 +393,9 @@ func Open(cfg Config) (*Node, error) {
 		default:
 		}
 	}
-	n.fsm.onBatch = func(origin, id uint64) {
+	n.fsm.onBatch = func(origin, id, index, term uint64) {
 		if origin == n.bootID {
-			n.batchLanded(id, true)
+			n.batchLanded(id, true, index, term)
 		}
 	}
 	n.fsm.onSessionClosed = func(id int64) {
@@ -439,6 +451,10 @@ func Open(cfg Config) (*Node, error) {
 		addr, transport = raft.NewInmemTransport(raft.ServerAddress(fmt.Sprintf("zkd-%d", cfg.MyID)))
 	} else {
 		transport, addr = cfg.Transport, cfg.Transport.LocalAddr()
+		if cfg.OnCommitted != nil {
+			transport, n.inject = withInjection(transport)
+			logs.afterStore = n.noticeStored
+		}
 	}
 	n.transport, n.addr = transport, addr
 	servers := cfg.Servers
@@ -850,7 +866,7 @@ func (n *Node) SyncIndex(ctx context.Context) (uint64, error) {
 func (n *Node) Stats() Stats {
 	m := logStats(n.store.Metrics(), n.wal.Metrics())
 	m.LastWALSyncLatency = time.Duration(n.lastSync.Load())
-	return Stats{Sessions: n.tracker.Len(), Raft: n.raft.Stats(), Store: m}
+	return Stats{Sessions: n.tracker.Len(), Raft: n.raft.Stats(), Store: m, CommitNotices: n.notices.injected.Load()}
 }
 
 // Stats are a node's figures.
@@ -858,6 +874,9 @@ type Stats struct {
 	Sessions int
 	Raft     map[string]string
 	Store    store.Metrics
+	// CommitNotices counts the leader's commit notices this member
+	// handed its raft (commitnotice.go).
+	CommitNotices uint64
 }
 
 // pendingApply pairs a raft future with the batch it carries: this
@@ -941,7 +960,7 @@ func (n *Node) completeLoop() {
 		case p := <-n.applyq:
 			err := p.af.Error()
 			if errors.Is(err, raft.ErrLeadershipTransferInProgress) && n.requeue(p) {
-				n.batchLanded(p.batch, false)
+				n.batchLanded(p.batch, false, 0, 0)
 				continue
 			}
 			if err != nil {
@@ -957,7 +976,7 @@ func (n *Node) completeLoop() {
 			for _, ch := range p.forwarded {
 				ch <- err
 			}
-			n.batchLanded(p.batch, false)
+			n.batchLanded(p.batch, false, 0, 0)
 		case <-n.stop:
 			n.drainApplyq(ErrStopped)
 			return
