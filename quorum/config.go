@@ -280,8 +280,12 @@ type Timing struct {
 	// TouchInterval is how often followers send batched session touches.
 	TouchInterval time.Duration
 	// CommitTimeout is how often the leader tells followers its commit
-	// index when no new entry does (raft's CommitTimeout); it bounds how
-	// long after a commit a follower applies and answers. Always 1ms.
+	// index in raft's own messages when no new entry does (raft's
+	// CommitTimeout). Client writes and syncs do not wait for it: the
+	// leader's commit notices (commitnotice.go) tell followers at once.
+	// It bounds how late a follower learns of the rest (session expiries,
+	// a new leader's first entries). Always 10ms: at 1ms an idle
+	// 3-member ensemble spent 17.5% of a core on it, at 10ms 5%.
 	CommitTimeout time.Duration
 }
 
@@ -304,6 +308,6 @@ func (c *Config) Timing() Timing {
 		TransportTimeout:   time.Duration(c.InitLimit) * c.TickTime,
 		HoldTimeout:        sync,
 		TouchInterval:      touch,
-		CommitTimeout:      time.Millisecond,
+		CommitTimeout:      10 * time.Millisecond,
 	}
 }

@@ -75,7 +75,7 @@
 //	serving lease      = syncLimit × tickTime
 //	transport timeout  = initLimit × tickTime      (per raft RPC, snapshots scale up)
 //	forward hold       = syncLimit × tickTime
-//	CommitTimeout      = 1ms                        (commit index to followers)
+//	CommitTimeout      = 10ms                       (commit index to followers, when no notice tells them)
 //
 // With tickTime=200 and syncLimit=5, followers notice a silent leader
 // within 200–400ms and a new one is elected some 200–400ms later: about a

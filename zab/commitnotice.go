@@ -85,6 +85,28 @@ func (n *Node) LeaderCommitted(leader raft.ServerID, term, index uint64) {
 	n.deliverNotice(nt)
 }
 
+// noticeApplied tells the followers, as Config.OnCommitted, that the
+// entry at index, applied here, committed: after a sync's barrier, so the
+// follower that asked reaches index without waiting for raft's
+// CommitTimeout. Only for an entry of the term this member leads now,
+// which it proposed itself: a notice speaks for the leader of the entry's
+// term. The term is read before and after the state, so a step-down in
+// between (raft changes the state, then the term) cannot pass.
+func (n *Node) noticeApplied(index uint64) {
+	if n.cfg.OnCommitted == nil || index == 0 {
+		return
+	}
+	var l raft.Log
+	if err := n.logs.GetLog(index, &l); err != nil {
+		return
+	}
+	t1 := n.raft.CurrentTerm()
+	leads := n.raft.State() == raft.Leader
+	if leads && t1 == l.Term && n.raft.CurrentTerm() == t1 {
+		n.cfg.OnCommitted(l.Term, index)
+	}
+}
+
 // noticeStored is the log's hook after each append: a notice waiting for
 // an entry up to last goes to raft now. Called on raft's goroutine, which
 // the injection must not wait for.
