@@ -85,6 +85,16 @@ func (n *Node) LeaderCommitted(leader raft.ServerID, term, index uint64) {
 	n.deliverNotice(nt)
 }
 
+// deferNow is the log's Options.Defer: the leader of an ensemble writes
+// its log while the followers write theirs.
+func (n *Node) deferNow() bool {
+	if !n.deferWrites {
+		return false
+	}
+	r := n.raftReady.Load()
+	return r != nil && r.State() == raft.Leader
+}
+
 // noticeApplied tells the followers, as Config.OnCommitted, that the
 // entry at index, applied here, committed: after a sync's barrier, so the
 // follower that asked reaches index without waiting for raft's
@@ -155,45 +165,104 @@ func (n *Node) deliverNotice(nt notice) {
 	}
 }
 
-// injectingTransport adds Inject to a transport that lacks it: raft reads
-// the transport's RPCs and the injected ones from one channel, filled by a
-// goroutine (one channel hop more per RPC; quorum's transport injects
-// without it).
-type injectingTransport struct {
+// nodeTransport is raft's transport as a Node of an ensemble wraps it:
+//
+//   - Inject hands raft RPCs of this member's making (commit notices): the
+//     inner transport's own Inject if it has one (quorum's), else raft
+//     reads the inner transport's RPCs and the injected ones from one
+//     channel, filled by a goroutine (one channel hop more per RPC);
+//   - every AppendEntries it sends tells the follower a commit index no
+//     higher than commitCap, this member's durable log index while its
+//     writes are deferred (wal's deferred.go): a follower must not apply
+//     what the leader may still lose.
+type nodeTransport struct {
 	raft.Transport
-	preVote  raft.WithPreVote
+	preVote   raft.WithPreVote
+	inner     rpcInjector // the inner transport's Inject, or nil
+	commitCap func() uint64
+
 	rpcs     chan raft.RPC
 	injected chan raft.RPC
 	stop     chan struct{}
 	once     sync.Once
 }
 
-// withInjection returns t and its Inject if it has one, else t wrapped to
-// have one. A transport without pre-vote is left alone, without
-// injection, rather than have a wrapper hide what it lacks.
-func withInjection(t raft.Transport) (raft.Transport, rpcInjector) {
-	if inj, ok := t.(rpcInjector); ok {
-		return t, inj
-	}
+// wrapTransport returns t wrapped, or t itself and false when it has no
+// pre-vote (a wrapper would hide what it lacks): then neither notices nor
+// deferred writes are used.
+func wrapTransport(t raft.Transport, commitCap func() uint64) (*nodeTransport, bool) {
 	pv, ok := t.(raft.WithPreVote)
 	if !ok {
-		return t, nil
+		return nil, false
 	}
-	w := &injectingTransport{Transport: t, preVote: pv, rpcs: make(chan raft.RPC), injected: make(chan raft.RPC, 16), stop: make(chan struct{})}
+	w := &nodeTransport{Transport: t, preVote: pv, commitCap: commitCap, stop: make(chan struct{})}
+	if inj, ok := t.(rpcInjector); ok {
+		w.inner = inj
+		return w, true
+	}
+	w.rpcs, w.injected = make(chan raft.RPC), make(chan raft.RPC, 16)
 	go w.merge()
-	return w, w
+	return w, true
 }
 
 // Consumer implements raft.Transport.
-func (w *injectingTransport) Consumer() <-chan raft.RPC { return w.rpcs }
+func (w *nodeTransport) Consumer() <-chan raft.RPC {
+	if w.inner != nil {
+		return w.Transport.Consumer()
+	}
+	return w.rpcs
+}
 
 // RequestPreVote implements raft.WithPreVote.
-func (w *injectingTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
+func (w *nodeTransport) RequestPreVote(id raft.ServerID, target raft.ServerAddress, args *raft.RequestPreVoteRequest, resp *raft.RequestPreVoteResponse) error {
 	return w.preVote.RequestPreVote(id, target, args, resp)
 }
 
+// AppendEntries implements raft.Transport, capping the commit index.
+func (w *nodeTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	w.cap(args)
+	return w.Transport.AppendEntries(id, target, args, resp)
+}
+
+// AppendEntriesPipeline implements raft.Transport; the pipeline caps the
+// commit index of what it sends.
+func (w *nodeTransport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	p, err := w.Transport.AppendEntriesPipeline(id, target)
+	if err != nil {
+		return nil, err
+	}
+	return &cappedPipeline{AppendPipeline: p, w: w}, nil
+}
+
+// cap lowers args' commit index to commitCap. It writes only to lower
+// it: raft sends its heartbeat request (commit index 0) again and again,
+// and the in-memory transport hands the same request to the receiver.
+func (w *nodeTransport) cap(args *raft.AppendEntriesRequest) {
+	if w.commitCap == nil || args.LeaderCommitIndex == 0 {
+		return
+	}
+	if c := w.commitCap(); args.LeaderCommitIndex > c {
+		args.LeaderCommitIndex = c
+	}
+}
+
+// cappedPipeline is a pipeline of nodeTransport.
+type cappedPipeline struct {
+	raft.AppendPipeline
+	w *nodeTransport
+}
+
+// AppendEntries implements raft.AppendPipeline, capping the commit index.
+func (p *cappedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
+	p.w.cap(args)
+	return p.AppendPipeline.AppendEntries(args, resp)
+}
+
 // Inject implements rpcInjector.
-func (w *injectingTransport) Inject(rpc raft.RPC) bool {
+func (w *nodeTransport) Inject(rpc raft.RPC) bool {
+	if w.inner != nil {
+		return w.inner.Inject(rpc)
+	}
 	select {
 	case w.injected <- rpc:
 		return true
@@ -202,7 +271,7 @@ func (w *injectingTransport) Inject(rpc raft.RPC) bool {
 	}
 }
 
-func (w *injectingTransport) merge() {
+func (w *nodeTransport) merge() {
 	in := w.Transport.Consumer()
 	for {
 		var rpc raft.RPC
@@ -221,7 +290,7 @@ func (w *injectingTransport) merge() {
 }
 
 // Close implements raft.WithClose, ending the merging goroutine.
-func (w *injectingTransport) Close() error {
+func (w *nodeTransport) Close() error {
 	w.once.Do(func() { close(w.stop) })
 	if c, ok := w.Transport.(raft.WithClose); ok {
 		return c.Close()

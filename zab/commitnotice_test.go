@@ -2,11 +2,15 @@ package zab
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/zkd/zkd/jute"
 )
 
 // TestSyncIndexTellsFollowers: the leader's answer to a follower's sync
@@ -69,5 +73,74 @@ func TestSyncIndexTellsFollowers(t *testing.T) {
 		if g.index == idx {
 			t.Errorf("entry %d of term %d told by the leader of term %d: %+v", idx, l.Term, n.raft.CurrentTerm(), got)
 		}
+	}
+}
+
+// TestDeferredLeaderWrite: with commit notices (an ensemble), the leader's
+// log append does not wait for its fdatasync, so the followers store a
+// write while the leader's disk still holds it, and raft commits it; but
+// nothing applies it, here or on a follower, and its caller hears
+// nothing, until it is on the leader's disk too (wal's deferred.go).
+func TestDeferredLeaderWrite(t *testing.T) {
+	held := make([]atomic.Bool, 3)
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	open := func() { releaseOnce.Do(func() { close(release) }) }
+	var tr *trio
+	tr = openTrio(t, 0, time.Minute, func(i int, c *Config) {
+		c.OnCommitted = func(term, index uint64) {
+			for _, n := range tr.nodes {
+				if n != tr.nodes[i] {
+					n.LeaderCommitted(raft.ServerID(fmt.Sprint(i+1)), term, index)
+				}
+			}
+		}
+		c.beforeSync = func(string) {
+			if held[i].Load() {
+				<-release
+			}
+		}
+	})
+	t.Cleanup(open) // before the nodes close, whatever failed: the held sync ends
+	l := tr.leader(t, -1, 10*time.Second)
+	lead := tr.nodes[l]
+	s := openSession(t, lead)
+	if r := lead.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: createBody("/before")}).Wait(); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	base := lead.raft.LastIndex()
+	held[l].Store(true)
+	f := lead.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: createBody("/held")})
+	waitUntil(t, 10*time.Second, "the leader stores the write (its fdatasync held)", func() bool { return lead.raft.LastIndex() > base })
+	idx := lead.raft.LastIndex()
+	for i, n := range tr.nodes {
+		if i != l {
+			waitUntil(t, 10*time.Second, fmt.Sprintf("follower %d stores the write while the leader's fdatasync is held", i+1), func() bool { return n.raft.LastIndex() >= idx })
+		}
+	}
+	waitUntil(t, 10*time.Second, "raft commits the write, counting the leader's write before its sync", func() bool { return lead.raft.CommitIndex() >= idx })
+	// Raft would tell the followers now, in its next append (CommitTimeout,
+	// 5 ms here): give it many.
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-f.Done():
+		t.Fatalf("the write was answered (%v) before it was on the leader's disk", f.Result().Err)
+	default:
+	}
+	for i, n := range tr.nodes {
+		if _, err := n.Tree().Exists("/held", nil); err == nil {
+			t.Errorf("member %d applied /held before it was on the leader's disk", i+1)
+		}
+		if i != l && n.raft.CommitIndex() >= idx {
+			t.Errorf("follower %d learned commit index %d before the write was on the leader's disk", i+1, n.raft.CommitIndex())
+		}
+	}
+	held[l].Store(false)
+	open()
+	if r := f.Wait(); r.Err != nil {
+		t.Fatal(r.Err)
+	}
+	for i, n := range tr.nodes {
+		waitUntil(t, 10*time.Second, fmt.Sprintf("member %d applies /held", i+1), func() bool { _, err := n.Tree().Exists("/held", nil); return err == nil })
 	}
 }

@@ -36,6 +36,17 @@
 // AppendEntries that carries that commit, rather than waiting for raft's
 // CommitTimeout; nothing more enters the log.
 //
+// In an ensemble the leader writes its own log while the followers write
+// theirs (the Raft thesis, §10.2.1): its append returns once the records
+// are written, and the log's goroutine fdatasyncs them at once (wal's
+// deferred.go). Raft then counts the leader towards a commit before its
+// write is durable, so zkd keeps the rule outside raft: an entry applies,
+// here or anywhere, only once it is on the leader's disk too (the FSM
+// waits for it; the commit index the leader's AppendEntries carry is
+// capped at its durable index; commit notices go out after apply). An
+// acknowledged write is thus on the disks of a majority, the leader's
+// among them, as before; only the two fdatasyncs no longer run in series.
+//
 // Raft's log lives in a segment log (package wal) in the data directory's
 // wal folder, behind a byte-bounded cache of recent entries (logstore.go):
 // one pwrite and one fdatasync per append into preallocated files. Raft's

@@ -85,6 +85,10 @@ type fsm struct {
 	// given the entry's raft index and term. Called on the apply
 	// goroutine.
 	onBatch func(origin, id, index, term uint64)
+	// waitDurable, when set, waits until the log holds index on disk:
+	// the leader defers its fdatasyncs (wal's deferred.go), and nothing
+	// applies before it is durable here too.
+	waitDurable func(index uint64) error
 	// lockName tells a lock recipe's node name (Config.LockName): those
 	// of an expired session become tombstones under a lock delay.
 	lockName func(name string) bool
@@ -174,6 +178,13 @@ func (f *fsm) nextZxid(term uint64) int64 {
 
 // Apply implements raft.FSM. It returns a Result for request entries.
 func (f *fsm) Apply(l *raft.Log) interface{} {
+	if f.waitDurable != nil {
+		if err := f.waitDurable(l.Index); err != nil {
+			// A failed fdatasync stops the member (OnDiskFailure); an
+			// entry it cannot vouch for is never applied.
+			panic(fmt.Sprintf("zab: log index %d committed but not on this member's disk: %v", l.Index, err))
+		}
+	}
 	e, err := decodeEntry(l.Data)
 	if err != nil {
 		// A corrupt or unknown entry: this member cannot stay consistent.

@@ -41,9 +41,9 @@ const moveChunk = maxAppendEntries
 // interrupt: Pebble's copy is deleted only after the segment log holds
 // every entry, synced, and the marker says so; an interrupted move starts
 // over from Pebble.
-func openLog(cfg Config, st *store.Store, onAppend func(entries, commands int, took time.Duration), onSync func(time.Duration)) (*wal.Log, error) {
+func openLog(cfg Config, st *store.Store, deferNow func() bool, onAppend func(entries, commands int, took time.Duration), onSync func(time.Duration)) (*wal.Log, error) {
 	dir := filepath.Join(cfg.Dir, walDir)
-	l, err := wal.Open(wal.Options{Dir: dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("wal"), OnAppend: onAppend, OnSync: onSync, OnSyncError: cfg.OnDiskFailure, MaxBatch: maxAppendEntries, BeforeSync: cfg.beforeSync})
+	l, err := wal.Open(wal.Options{Dir: dir, NoSync: cfg.NoSync, Logger: cfg.Logger.Named("wal"), OnAppend: onAppend, OnSync: onSync, OnSyncError: cfg.OnDiskFailure, MaxBatch: maxAppendEntries, BeforeSync: cfg.beforeSync, Defer: deferNow})
 	if err != nil {
 		return nil, fmt.Errorf("zab: open the raft log in %s: %w", dir, err)
 	}

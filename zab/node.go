@@ -258,6 +258,9 @@ type Node struct {
 	// nil without Config.OnCommitted.
 	inject  rpcInjector
 	notices noticeState
+	// deferWrites: as leader, this member's log appends do not wait for
+	// their fdatasync (deferNow).
+	deferWrites bool
 	// lastSync is the duration of the raft log's last fdatasync, in ns.
 	lastSync atomic.Int64
 	// commitTimeout is raft's CommitTimeout: the longest a follower waits
@@ -360,7 +363,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
 	}
-	wl, err := openLog(cfg, st, n.noteAppended, func(d time.Duration) {
+	wl, err := openLog(cfg, st, n.deferNow, n.noteAppended, func(d time.Duration) {
 		n.lastSync.Store(int64(d))
 		if cfg.Observer.WALSync != nil {
 			cfg.Observer.WALSync(d)
@@ -452,8 +455,17 @@ func Open(cfg Config) (*Node, error) {
 	} else {
 		transport, addr = cfg.Transport, cfg.Transport.LocalAddr()
 		if cfg.OnCommitted != nil {
-			transport, n.inject = withInjection(transport)
-			logs.afterStore = n.noticeStored
+			if w, ok := wrapTransport(transport, n.wal.Durable); ok {
+				transport, n.inject = w, w
+				logs.afterStore = n.noticeStored
+				// A leader writes its log while the followers write
+				// theirs (wal's deferred.go): nothing applies here, and
+				// no follower hears of a commit (the transport's cap,
+				// commit notices sent after apply), before it is on
+				// this member's disk too.
+				n.deferWrites = true
+				n.fsm.waitDurable = n.wal.WaitDurable
+			}
 		}
 	}
 	n.transport, n.addr = transport, addr

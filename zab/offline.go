@@ -48,7 +48,7 @@ func Seed(cfg Config, st State) error {
 		return fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
 	}
 	defer s.Close()
-	logs, err := openLog(cfg, s, nil, nil)
+	logs, err := openLog(cfg, s, nil, nil, nil)
 	if err != nil {
 		return err
 	}
@@ -127,7 +127,7 @@ func Load(cfg Config) (out State, err error) {
 		return out, fmt.Errorf("zab: open store in %s (is zkd still running?): %w", cfg.Dir, err)
 	}
 	defer s.Close()
-	logs, err := openLog(cfg, s, nil, nil)
+	logs, err := openLog(cfg, s, nil, nil, nil)
 	if err != nil {
 		return out, err
 	}

@@ -2,7 +2,9 @@
 // raft.LogStore (and raft.MonotonicLogStore) in which each StoreLogs call
 // is one pwrite of the encoded batch and one fdatasync, with nothing to
 // flush, compact or garbage-collect behind it. Raft's stable store and
-// snapshots stay in Pebble (zab/store).
+// snapshots stay in Pebble (zab/store). With Options.Defer (a leader's
+// appends) the fdatasync runs on the log's own goroutine after StoreLogs
+// returns, and Durable and WaitDurable tell when it landed (deferred.go).
 //
 // # Files
 //

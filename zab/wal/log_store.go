@@ -129,6 +129,12 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 	if int64(headerSize+n) > MaxSegmentSize {
 		return fmt.Errorf("wal: store logs %d-%d: batch of %d bytes is larger than any segment", first, logs[len(logs)-1].Index, n)
 	}
+	deferred := l.deferrable(logs)
+	if deferred && !b.empty {
+		if err := l.awaitWindowLocked(b.last, len(logs)); err != nil {
+			return err
+		}
+	}
 	defer l.markBusy()()
 	segs := l.mu.segs
 	var tail *segment
@@ -136,6 +142,14 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 		tail = segs[len(segs)-1]
 	}
 	if tail == nil || b.empty || tail.end+int64(n) > tail.size {
+		if tail != nil && !b.empty && l.durable.Load() < b.last {
+			// Deferred records in the segment being left: on disk first,
+			// so that unsynced records are only ever in the tail.
+			if err := l.syncFile(tail.f, tail.path); err != nil {
+				return l.failLocked(err)
+			}
+			l.markDurable(b.last, false)
+		}
 		var err error
 		if tail, err = l.rotateLocked(first, n); err != nil {
 			return l.failLocked(err)
@@ -152,8 +166,10 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 		return l.failLocked(fmt.Errorf("wal: write %s at offset %d (indexes %d-%d): %w",
 			tail.path, tail.end, first, logs[len(logs)-1].Index, err))
 	}
-	if err := l.syncFile(tail.f, tail.path); err != nil {
-		return l.failLocked(err)
+	if !deferred {
+		if err := l.syncFile(tail.f, tail.path); err != nil {
+			return l.failLocked(err)
+		}
 	}
 
 	l.mu.Lock()
@@ -161,12 +177,19 @@ func (l *Log) StoreLogs(logs []*raft.Log) error {
 		tail.offsets = append(tail.offsets, uint32(tail.end)+uint32(r))
 	}
 	tail.end += int64(n)
-	nb := &bounds{first: b.first, last: logs[len(logs)-1].Index}
+	last := logs[len(logs)-1].Index
+	nb := &bounds{first: b.first, last: last}
 	if b.empty {
 		nb.first = first
 	}
 	l.bounds.Store(nb)
 	l.mu.Unlock()
+	if deferred {
+		l.markWritten(tail, last)
+	} else {
+		// The fdatasync covered every earlier record of the tail too.
+		l.markDurable(last, b.empty)
+	}
 
 	if cap(buf) > maxKeptBuffer {
 		buf = nil
@@ -257,7 +280,7 @@ func (l *Log) dropEmptyTailLocked() error {
 	l.mu.Lock()
 	l.mu.segs = segs[: len(segs)-1 : len(segs)-1]
 	l.mu.Unlock()
-	_ = tail.f.Close()
+	_ = l.closeSegmentFile(tail)
 	if err := os.Remove(tail.path); err != nil {
 		return fmt.Errorf("wal: remove %s: %w", tail.path, err)
 	}
@@ -345,6 +368,7 @@ func (l *Log) deleteAllLocked() error {
 	l.mu.segs = nil
 	l.bounds.Store(emptyBounds)
 	l.mu.Unlock()
+	l.markDurable(0, true)
 	for _, s := range segs {
 		if err := l.removeSegment(s); err != nil {
 			return l.failLocked(err)
@@ -384,6 +408,8 @@ func (l *Log) truncateLocked(min uint64) error {
 		}
 	}
 	if !wipe {
+		// The new tail was left by a rotation, which synced it.
+		l.markDurable(min-1, true)
 		return nil
 	}
 	if err := writeZeros(seg.f, from, to); err != nil {
@@ -392,13 +418,14 @@ func (l *Log) truncateLocked(min uint64) error {
 	if err := l.syncFile(seg.f, seg.path); err != nil {
 		return l.failLocked(err)
 	}
+	l.markDurable(min-1, true)
 	return nil
 }
 
 // removeSegment closes and removes a segment already taken out of the
 // list, then syncs the directory.
 func (l *Log) removeSegment(s *segment) error {
-	_ = s.f.Close()
+	_ = l.closeSegmentFile(s)
 	if err := os.Remove(s.path); err != nil {
 		return fmt.Errorf("wal: remove %s: %w", s.path, err)
 	}

@@ -80,6 +80,12 @@ type Options struct {
 	// LastSync count: tests stall it to play a slow disk. Not called with
 	// NoSync.
 	BeforeSync func(path string)
+	// Defer, when set, is asked at each StoreLogs whose entries are all
+	// commands: true lets it return once they are written, before their
+	// fdatasync, which the log's own goroutine makes at once (Durable,
+	// WaitDurable). See deferred.go for what the caller must then hold
+	// back. Called on the writer's goroutine; it must not block.
+	Defer func() bool
 }
 
 // Validate reports the first bad field of o.
@@ -112,6 +118,7 @@ type Log struct {
 	onSyncError func(file string, err error)
 	beforeSync  func(path string)
 	maxBatch    int
+	deferFn     func() bool
 
 	closed atomic.Bool
 	// bounds is the log's first and last index as one value, replaced (never
@@ -159,9 +166,28 @@ type Log struct {
 	lastSyncNs      atomic.Int64
 
 	// busySince is when the disk write the log now waits on began (unix
-	// ns), 0 when none: see SyncingSince. Stored only by the writer (w
-	// held, or Open).
+	// ns), 0 when none: see SyncingSince. Stored by the writer (w held,
+	// or Open) and by the syncer.
 	busySince atomic.Int64
+
+	// durable is the index up to which every entry held is on disk
+	// (deferred.go); dsync is the syncer's state.
+	durable atomic.Uint64
+	dsync   struct {
+		sync.Mutex
+		cond    *sync.Cond
+		written uint64   // the last index written by a deferred StoreLogs
+		seg     *segment // the segment it went to (the tail)
+		gen     uint64   // moves on with each truncation
+		err     error    // the syncer's failed fdatasync
+		stopped bool     // Close: no more syncs
+	}
+	// syncerBusy is when the syncer's fdatasync in progress began (unix
+	// ns), 0 when none: see SyncingSince.
+	syncerBusy atomic.Int64
+	// files is held shared by the syncer over an fdatasync, and
+	// exclusively to close a segment's file (closeSegmentFile).
+	files sync.RWMutex
 }
 
 // bounds is the log's first and last index; both are 0 when empty is set.
@@ -186,6 +212,8 @@ type segment struct {
 	// end is the offset after the last record. See Log.mu.
 	offsets []uint32
 	end     int64
+	// removed is set, under Log.files, once the file is closed.
+	removed bool
 }
 
 // Open opens the log in opts.Dir, creating the directory if needed, and
@@ -216,10 +244,12 @@ func Open(opts Options) (*Log, error) {
 		onSyncError: opts.OnSyncError,
 		beforeSync:  opts.BeforeSync,
 		maxBatch:    opts.MaxBatch,
+		deferFn:     opts.Defer,
 		spareWanted: make(chan struct{}, 1),
 		stop:        make(chan struct{}),
 	}
 	l.bounds.Store(emptyBounds)
+	l.dsync.cond = sync.NewCond(&l.dsync.Mutex)
 	if err := l.recover(); err != nil {
 		for _, s := range l.mu.segs {
 			_ = s.f.Close()
@@ -229,8 +259,23 @@ func Open(opts Options) (*Log, error) {
 		}
 		return nil, err
 	}
-	l.wg.Add(1)
+	// What the log holds may be in the page cache only (a deferred write
+	// before a kill): on disk before anyone reads it as durable.
+	if segs := l.mu.segs; len(segs) > 0 && !l.noSync {
+		tail := segs[len(segs)-1]
+		if err := fdatasync(tail.f); err != nil {
+			for _, s := range l.mu.segs {
+				_ = s.f.Close()
+			}
+			return nil, fmt.Errorf("wal: fdatasync %s at open: %w", tail.path, err)
+		}
+	}
+	if b := l.bounds.Load(); !b.empty {
+		l.durable.Store(b.last)
+	}
+	l.wg.Add(2)
 	go l.spareLoop()
+	go l.syncer()
 	l.wantSpare()
 	return l, nil
 }
@@ -530,6 +575,7 @@ func (l *Log) Close() error {
 		return ErrClosed
 	}
 	close(l.stop)
+	l.stopSyncer()
 	l.wg.Wait()
 	l.w.Lock()
 	defer l.w.Unlock()
@@ -601,12 +647,17 @@ func (l *Log) Metrics() Metrics {
 // SyncingSince returns when the disk write the log is waiting on began:
 // the StoreLogs in progress (from its first write, a rotation included, to
 // the end of its fdatasync), or any other fdatasync of a segment file
-// (DeleteRange, recovery); the zero time when none is in progress. It
-// reads one atomic value and never blocks, so a monitor can watch a
+// (DeleteRange, recovery, the syncer's after a deferred write); the
+// earliest when both the writer and the syncer wait. It reads atomic
+// values and never blocks, so a monitor can watch a
 // writer stuck in the kernel (zab hands leadership away when the leader's
 // has run too long).
 func (l *Log) SyncingSince() time.Time {
-	if ns := l.busySince.Load(); ns != 0 {
+	ns := l.busySince.Load()
+	if s := l.syncerBusy.Load(); s != 0 && (ns == 0 || s < ns) {
+		ns = s
+	}
+	if ns != 0 {
 		return time.Unix(0, ns)
 	}
 	return time.Time{}
