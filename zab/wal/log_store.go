@@ -470,6 +470,12 @@ func (l *Log) writableLocked() error {
 	if l.w.failed != nil {
 		return fmt.Errorf("wal: unusable after an earlier write error (reopen to recover): %w", l.w.failed)
 	}
+	l.dsync.Lock()
+	err := l.dsync.err
+	l.dsync.Unlock()
+	if err != nil {
+		return fmt.Errorf("wal: unusable after a failed fdatasync of deferred records (reopen to recover): %w", err)
+	}
 	return nil
 }
 
