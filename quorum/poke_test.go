@@ -17,7 +17,7 @@ import (
 // committed: the leader's commit notice after each batch with nothing
 // behind it (commitnotice.go) brings that at once, so each write completes
 // within seconds rather than after 30, and without a raft barrier: the
-// log grows by no more than one entry per write.
+// log grows by about one entry per write, not two.
 func TestFollowerLearnsCommitWithoutWaiting(t *testing.T) {
 	c := quorumtest.New(t, quorumtest.Options{NodeConfig: func(_ int, nc *zab.Config) {
 		nc.CommitTimeout = 30 * time.Second
@@ -42,7 +42,9 @@ func TestFollowerLearnsCommitWithoutWaiting(t *testing.T) {
 	if n := f.Node().Stats().CommitNotices; n < writes {
 		t.Errorf("the follower handed raft %d commit notices for %d writes, want one each", n, writes)
 	}
-	if grew := c.Member(l).Node().Raft().LastIndex() - before; grew > writes {
-		t.Errorf("the leader's log grew by %d entries for %d writes: something besides the writes was appended", grew, writes)
+	// A barrier per write would make it 2×writes; one stray entry of the
+	// leader's own (an idle digest mark) is allowed.
+	if grew := c.Member(l).Node().Raft().LastIndex() - before; grew > writes+1 {
+		t.Errorf("the leader's log grew by %d entries for %d writes: entries besides the writes were appended", grew, writes)
 	}
 }
