@@ -208,3 +208,33 @@ func (e *ensemble) lastStartLog(i int) string {
 	log := e.servers[i].Log()
 	return log[max(0, strings.LastIndex(log, "=== zkproc: starting")):]
 }
+
+// logSince is member i's log lines stamped at or after since (zkd's lines
+// open with an RFC 3339 time), at most the last n of them, less raft's
+// per-RPC retry lines, which a fault makes by the hundred and which say
+// only that a peer was unreachable.
+func (e *ensemble) logSince(i int, since time.Time, n int) []string {
+	var out []string
+	for l := range strings.Lines(e.servers[i].Log()) {
+		stamp, _, ok := strings.Cut(l, "\t")
+		if !ok {
+			continue
+		}
+		at, err := time.Parse(time.RFC3339Nano, stamp)
+		if err != nil || at.Before(since) || raftRetryNoise(l) {
+			continue
+		}
+		out = append(out, strings.TrimRight(l, "\n"))
+	}
+	return out[max(0, len(out)-n):]
+}
+
+// raftRetryNoise reports a line raft logs for each failed RPC to a peer.
+func raftRetryNoise(l string) bool {
+	for _, s := range []string{"failed to heartbeat", "failed to appendEntries", "failed to pipeline", "failed to make requestVote"} {
+		if strings.Contains(l, s) {
+			return true
+		}
+	}
+	return false
+}

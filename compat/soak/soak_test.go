@@ -194,6 +194,12 @@ func soak(t *testing.T, bin, name string, acts []action, random bool, seed uint6
 			// on, so that a long run says how often it happens.
 			r.failures = append(r.failures, fmt.Sprintf("%.1fs %s: %v", time.Since(w.start).Seconds(), a.name, err))
 			n.logf("%s FAILED: %v", a.name, err)
+			// What each member logged since the fault began, before the
+			// repair buries it: the run keeps only the logs' ends.
+			for i := range e.servers {
+				lines := e.logSince(i, began.Add(-time.Second), 60)
+				n.logf("member %d (running %v) logged %d lines since the fault began:\n%s", i+1, e.servers[i].Running(), len(lines), strings.Join(lines, "\n"))
+			}
 			if r.stopped = n.repair(); r.stopped != nil {
 				break
 			}
