@@ -270,12 +270,16 @@ func (n *Node) takeNoticeLocked() (index, term uint64) {
 // more slow fdatasync (a leader whose disk stalls for a second per fsync
 // took two per write). A commit notice touches no disk. The caller holds
 // submitMu.
-func (n *Node) pokeDueLocked() bool {
+func (n *Node) pokeDueLocked() bool { return n.pokeDueAfter(n.wal.LastSync()) }
+
+// pokeDueAfter is pokeDueLocked with the log's last fdatasync having
+// taken lastSync.
+func (n *Node) pokeDueAfter(lastSync time.Duration) bool {
 	b := &n.batch
 	if !b.poke || len(b.queue) != 0 || len(b.inflight) != 0 {
 		return false
 	}
-	return n.cfg.OnCommitted != nil || time.Duration(n.lastSync.Load()) < n.commitTimeout
+	return n.cfg.OnCommitted != nil || lastSync < n.commitTimeout
 }
 
 // failQueued stops the packing and fails every request still waiting to

@@ -426,8 +426,7 @@ func TestNoPokeWhileFsyncSlow(t *testing.T) {
 	for _, tt := range tests {
 		n.submitMu.Lock()
 		n.batch.poke = true
-		n.lastSync.Store(int64(tt.lastSync))
-		got := n.pokeDueLocked()
+		got := n.pokeDueAfter(tt.lastSync)
 		n.batch.poke = false
 		n.submitMu.Unlock()
 		if got != tt.want {

@@ -261,8 +261,6 @@ type Node struct {
 	// deferWrites: as leader, this member's log appends do not wait for
 	// their fdatasync (deferNow).
 	deferWrites bool
-	// lastSync is the duration of the raft log's last fdatasync, in ns.
-	lastSync atomic.Int64
 	// commitTimeout is raft's CommitTimeout: the longest a follower waits
 	// to hear of a commit without a poke (batch.go).
 	commitTimeout time.Duration
@@ -363,12 +361,7 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("zab: open store in %s: %w", cfg.Dir, err)
 	}
-	wl, err := openLog(cfg, st, n.deferNow, n.noteAppended, func(d time.Duration) {
-		n.lastSync.Store(int64(d))
-		if cfg.Observer.WALSync != nil {
-			cfg.Observer.WALSync(d)
-		}
-	})
+	wl, err := openLog(cfg, st, n.deferNow, n.noteAppended, cfg.Observer.WALSync)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -879,7 +872,7 @@ func (n *Node) SyncIndex(ctx context.Context) (uint64, error) {
 // Stats returns figures of the node for 4lw, admin and metrics.
 func (n *Node) Stats() Stats {
 	m := logStats(n.store.Metrics(), n.wal.Metrics())
-	m.LastWALSyncLatency = time.Duration(n.lastSync.Load())
+	m.LastWALSyncLatency = n.wal.LastSync()
 	return Stats{Sessions: n.tracker.Len(), Raft: n.raft.Stats(), Store: m, CommitNotices: n.notices.injected.Load()}
 }
 
