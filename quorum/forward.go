@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"go.uber.org/zap"
 
 	"github.com/zkd/zkd/jute"
@@ -264,6 +265,18 @@ func (f *forwarder) failSyncs() {
 	for _, ch := range syncs {
 		ch <- syncResult{err: zab.ErrNotLeader}
 	}
+}
+
+// leaderGone probes, on a goroutine that close waits for, whether the
+// leader's process is gone after its stream ended with err
+// (leadergone.go). Only the forwarder's own goroutines call it, so close
+// cannot be waiting yet.
+func (f *forwarder) leaderGone(leader raft.ServerID, err error) {
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		f.m.leaderStreamEnded(f.stop, leader, err)
+	}()
 }
 
 func (f *forwarder) close() {

@@ -96,7 +96,7 @@ func (f *forwarder) deliver(c *fconn, it fwdItem, closeConn func()) *fconn {
 		if c != nil {
 			if err := f.send(c, it); err != nil {
 				f.log().Debug("forward stream broke", zap.String("peer", string(c.target)), zap.Error(err))
-				go f.m.leaderStreamEnded(c.target, err)
+				f.leaderGone(c.target, err)
 				closeConn()
 				f.failItem(it, zab.ErrNotLeader)
 				return nil
@@ -151,7 +151,7 @@ func (f *forwarder) dial(leader raft.ServerID) *fconn {
 	if err != nil {
 		f.log().Debug("forward dial failed", zap.String("peer", p.ElectionAddr()), zap.Error(err))
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			go f.m.leaderStreamEnded(leader, err)
+			f.leaderGone(leader, err)
 		}
 		return nil
 	}
@@ -212,7 +212,7 @@ func (f *forwarder) readLoop(c *fconn) {
 			if !errors.Is(err, net.ErrClosed) {
 				// Ended by the far side, not by closeConn: perhaps the
 				// leader's process is gone (leadergone.go).
-				go f.m.leaderStreamEnded(c.target, err)
+				f.leaderGone(c.target, err)
 			}
 			select {
 			case f.brokenCh <- c:

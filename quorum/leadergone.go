@@ -24,6 +24,7 @@
 package quorum
 
 import (
+	"context"
 	"errors"
 	"net"
 	"slices"
@@ -56,11 +57,22 @@ func (m *Member) leaderGoneStagger() time.Duration {
 // ended by the far side, failed a send, or could not be opened (err says
 // which). It probes the leader's election port and, when no process
 // listens there, campaigns in turn. One probe runs at a time.
-func (m *Member) leaderStreamEnded(leader raft.ServerID, err error) {
+// It gives up when stop closes (the forwarder's, so that Member.Close
+// does not return while a probe still dials).
+func (m *Member) leaderStreamEnded(stop <-chan struct{}, leader raft.ServerID, err error) {
 	if !m.leaderProbe.CompareAndSwap(false, true) {
 		return // a probe runs already
 	}
 	defer m.leaderProbe.Store(false)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	id, perr := strconv.ParseInt(string(leader), 10, 64)
 	if perr != nil || m.node.IsLeader() || !m.node.IsVoter() || m.node.Leader() != leader {
 		return
@@ -69,11 +81,11 @@ func (m *Member) leaderStreamEnded(leader raft.ServerID, err error) {
 	if !ok {
 		return
 	}
-	if !processGone(p.ElectionAddr()) {
+	if !processGone(ctx, p.ElectionAddr()) {
 		return // it listens (a leader change), or cannot be told: raft's timeouts decide
 	}
 	rank, voters := m.voterRank(leader)
-	if rank < 0 || !m.majorityReachable(voters) {
+	if rank < 0 || !m.majorityReachable(ctx, voters) {
 		// Not a voter; or this member is the one cut off (a firewall
 		// that rejects every member's connections looks like dead
 		// processes): its campaign could only raise the term and unseat
@@ -84,7 +96,7 @@ func (m *Member) leaderStreamEnded(leader raft.ServerID, err error) {
 	if wait > 0 {
 		select {
 		case <-time.After(wait):
-		case <-m.stop:
+		case <-ctx.Done():
 			return
 		}
 	}
@@ -106,11 +118,14 @@ func (m *Member) leaderStreamEnded(leader raft.ServerID, err error) {
 // sockets close one by one, so its stream can end before its listener
 // does). A listener that holds the connection open for leaderGoneHold
 // without a word is a live process; so is one that cannot be reached
-// within leaderGoneProbe (a paused or partitioned leader).
-func processGone(addr string) bool {
-	deadline := time.Now().Add(leaderGoneProbe)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Until(deadline))
+// within leaderGoneProbe (a paused or partitioned leader), or before ctx
+// ends.
+func processGone(ctx context.Context, addr string) bool {
+	ctx, cancel := context.WithTimeout(ctx, leaderGoneProbe)
+	defer cancel()
+	var d net.Dialer
+	for ctx.Err() == nil {
+		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return errors.Is(err, syscall.ECONNREFUSED)
 		}
@@ -150,8 +165,9 @@ func (m *Member) voterRank(gone raft.ServerID) (int, []int64) {
 }
 
 // majorityReachable reports whether this member and the voters whose
-// election port accepts its connections make a majority of voters.
-func (m *Member) majorityReachable(voters []int64) bool {
+// election port accepts its connections (each dial bounded by
+// leaderGoneProbe and ctx) make a majority of voters.
+func (m *Member) majorityReachable(ctx context.Context, voters []int64) bool {
 	have := 0
 	for _, id := range voters {
 		if id == m.cfg.MyID {
@@ -162,10 +178,13 @@ func (m *Member) majorityReachable(voters []int64) bool {
 		if !ok {
 			continue
 		}
-		if c, err := net.DialTimeout("tcp", p.ElectionAddr(), leaderGoneProbe); err == nil {
+		dctx, cancel := context.WithTimeout(ctx, leaderGoneProbe)
+		var d net.Dialer
+		if c, err := d.DialContext(dctx, "tcp", p.ElectionAddr()); err == nil {
 			c.Close()
 			have++
 		}
+		cancel()
 	}
 	return have > len(voters)/2
 }

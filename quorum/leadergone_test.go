@@ -1,6 +1,7 @@
 package quorum
 
 import (
+	"context"
 	"net"
 	"strconv"
 	"testing"
@@ -54,10 +55,30 @@ func TestProcessGone(t *testing.T) {
 		{"nothing listens", dead, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := processGone("127.0.0.1:" + strconv.Itoa(tc.port)); got != tc.want {
+			if got := processGone(context.Background(), "127.0.0.1:"+strconv.Itoa(tc.port)); got != tc.want {
 				t.Errorf("processGone = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestLeaderProbeStops: a probe whose context ended (the member closing)
+// dials nothing more and concludes nothing: a port nothing listens on no
+// longer counts as a process gone, nor a listening voter as reachable.
+func TestLeaderProbeStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if processGone(ctx, "127.0.0.1:"+strconv.Itoa(closedPort(t))) {
+		t.Error("processGone after the context ended = true, want false")
+	}
+	_, up := listening(t)
+	m := &Member{cfg: Config{MyID: 1, Peers: []Peer{
+		{ID: 1, Host: "127.0.0.1", ElectionPort: closedPort(t)},
+		{ID: 2, Host: "127.0.0.1", ElectionPort: up},
+		{ID: 3, Host: "127.0.0.1", ElectionPort: closedPort(t)},
+	}}}
+	if m.majorityReachable(ctx, []int64{1, 2, 3}) {
+		t.Error("majorityReachable after the context ended = true, want false")
 	}
 }
 
@@ -92,7 +113,7 @@ func TestMajorityReachable(t *testing.T) {
 			for _, p := range tc.peers {
 				voters = append(voters, p.ID)
 			}
-			if got := m.majorityReachable(voters); got != tc.want {
+			if got := m.majorityReachable(context.Background(), voters); got != tc.want {
 				t.Errorf("majorityReachable = %v, want %v", got, tc.want)
 			}
 		})
