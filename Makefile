@@ -140,7 +140,8 @@ scale-test:
 ## (30) per nemesis of NEMESES (kill,pause,partition,disk,mixed); one line per
 ## nemesis, also appended to bin/soak-report.txt (long; not in CI, whose go
 ## test runs the same harness for 15 s per nemesis); SOAK_STALL is the longest
-## fsync delay of the slow-disk faults. See docs/disk-faults.md
+## fsync delay of the slow-disk faults; SOAK_ONFAIL, a shell command run
+## when a fault fails, before the repair. See docs/disk-faults.md
 SOAK_MINUTES ?= 30
 NEMESES ?= kill,pause,partition,disk,mixed
 SOAK_STALL ?= 1s
@@ -150,7 +151,7 @@ soak:
 	n=$$(echo "$(NEMESES)" | tr ',' '\n' | grep -c .); \
 	echo "soak: $(SOAK_MINUTES) min per nemesis of $(NEMESES)"; \
 	ZKD_BIN="$(CURDIR)/bin/zkd" $(GO) test -count=1 -v -timeout $$(( ($(SOAK_MINUTES) + 15) * n ))m ./compat/soak -run 'TestIntegration_Soak$$' \
-		-soak.duration $(SOAK_MINUTES)m -soak.nemeses "$(NEMESES)" -soak.stall $(SOAK_STALL) -soak.report "$(CURDIR)/bin/soak-report.txt"
+		-soak.duration $(SOAK_MINUTES)m -soak.nemeses "$(NEMESES)" -soak.stall $(SOAK_STALL) -soak.report "$(CURDIR)/bin/soak-report.txt" $(if $(SOAK_ONFAIL),-soak.onfail '$(SOAK_ONFAIL)')
 
 ## diff-long: differential zkd vs ZooKeeper 3.8 on many random seeds (SEEDS, STEPS)
 SEEDS ?= 500

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,6 +31,7 @@ var (
 	soakStall    = flag.Duration("soak.stall", 500*time.Millisecond, "the longest fsync delay of the fsync-slow faults, each drawn from a quarter of it to all of it (make soak: SOAK_STALL, 1s)")
 	soakSnap     = flag.Int("soak.snapcount", 2000, "the members' snapCount: low, so that a full disk stops a member soon (it needs space for a snapshot)")
 	soakReport   = flag.String("soak.report", "", "also append the report's lines to this file")
+	soakOnFail   = flag.String("soak.onfail", "", "a shell command run, and waited for, when a fault fails, before the repair undoes it: to look at the members while they are stuck (make soak: SOAK_ONFAIL)")
 )
 
 // Workload and check settings.
@@ -199,6 +201,15 @@ func soak(t *testing.T, bin, name string, acts []action, random bool, seed uint6
 			for i := range e.servers {
 				lines := e.logSince(i, began.Add(-time.Second), 60)
 				n.logf("member %d (running %v) logged %d lines since the fault began:\n%s", i+1, e.servers[i].Running(), len(lines), strings.Join(lines, "\n"))
+			}
+			// And where each client is: a client waiting on a member that
+			// cannot answer explains a stall the members do not.
+			for i, c := range w.conns {
+				n.logf("client %d: session 0x%x, %v, server %s", i, c.SessionID(), c.State(), c.Server())
+			}
+			if *soakOnFail != "" {
+				out, err := exec.Command("sh", "-c", *soakOnFail).CombinedOutput()
+				n.logf("-soak.onfail (%v):\n%s", err, out)
 			}
 			if r.stopped = n.repair(); r.stopped != nil {
 				break
