@@ -32,6 +32,7 @@ package zab
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -140,6 +141,16 @@ func (n *Node) deliverNotice(nt notice) {
 	}
 	addr, id := r.LeaderWithID()
 	if id != nt.leader || addr == "" {
+		return
+	}
+	// Only for a leader heard from lately. Raft steps down to follower
+	// for any AppendEntries of its term, and counts it as contact: a
+	// notice reaching a member whose heartbeat timer ran out meanwhile
+	// (the RPC waits in a queue) would send its new candidacy back to
+	// following a leader that may be paused or gone, and put the
+	// election off by a heartbeat timeout. Half of one leaves that queue
+	// ample room; raft's own appends carry the commit anyway.
+	if time.Since(r.LastContact()) > n.heartbeatTimeout/2 {
 		return
 	}
 	var l raft.Log

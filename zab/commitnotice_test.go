@@ -144,3 +144,64 @@ func TestDeferredLeaderWrite(t *testing.T) {
 		waitUntil(t, 10*time.Second, fmt.Sprintf("member %d applies /held", i+1), func() bool { _, err := n.Tree().Exists("/held", nil); return err == nil })
 	}
 }
+
+// TestNoticeNeedsRecentContact: a commit notice reaches raft only while
+// the follower has heard from the leader within half its heartbeat
+// timeout. Raft takes any AppendEntries of its term as the leader's
+// word, stepping a candidate down and restarting its heartbeat timer, so
+// a notice arriving as the timer runs out would put off the election
+// that a paused leader calls for (compat/soak's pause nemesis saw a
+// candidate sent back to following its paused leader).
+func TestNoticeNeedsRecentContact(t *testing.T) {
+	transports := make([]*raft.InmemTransport, 3)
+	tr := openTrio(t, 0, time.Minute, func(i int, c *Config) {
+		// Notices on (nobody sends them but the test), raft's own
+		// commit messages rare, elections slow enough to act between
+		// half a heartbeat timeout and a whole one.
+		c.OnCommitted = func(term, index uint64) {}
+		c.CommitTimeout = 30 * time.Second
+		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 4*time.Second, 4*time.Second, time.Second
+		transports[i] = c.Transport.(*raft.InmemTransport)
+	})
+	l := tr.leader(t, -1, 20*time.Second)
+	f := (l + 1) % 3
+	lead, fol := tr.nodes[l], tr.nodes[f]
+	leaderID := raft.ServerID(fmt.Sprint(l + 1))
+	s := openSession(t, lead)
+	write := func(path string) uint64 {
+		t.Helper()
+		if r := lead.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: createBody(path)}).Wait(); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		idx := lead.raft.LastIndex()
+		waitUntil(t, 10*time.Second, "the follower stores the write", func() bool { return fol.raft.LastIndex() >= idx })
+		return idx
+	}
+
+	// In touch: the notice goes to raft, which commits.
+	idx := write("/fresh")
+	if fol.raft.CommitIndex() >= idx {
+		t.Fatalf("the follower knew of commit %d before any notice; the test needs it not to", idx)
+	}
+	before := fol.notices.injected.Load()
+	fol.LeaderCommitted(leaderID, lead.raft.CurrentTerm(), idx)
+	if fol.notices.injected.Load() != before+1 {
+		t.Fatal("a notice from a leader heard from lately did not reach raft")
+	}
+	waitUntil(t, 10*time.Second, "the follower commits the notice's entry", func() bool { return fol.raft.CommitIndex() >= idx })
+
+	// Cut off from the leader for over half a heartbeat timeout, still
+	// following it: the notice stays out of raft.
+	idx = write("/stale")
+	transports[l].Disconnect(fol.addr)
+	transports[f].Disconnect(lead.addr)
+	waitUntil(t, 10*time.Second, "half a heartbeat timeout without the leader", func() bool { return time.Since(fol.raft.LastContact()) > 2500*time.Millisecond })
+	before = fol.notices.injected.Load()
+	fol.LeaderCommitted(leaderID, lead.raft.CurrentTerm(), idx)
+	if _, id := fol.raft.LeaderWithID(); id != leaderID || fol.raft.State() != raft.Follower {
+		t.Fatalf("the follower no longer follows member %s (%v, leader %q): the check came too late to mean anything", leaderID, fol.raft.State(), id)
+	}
+	if got := fol.notices.injected.Load(); got != before {
+		t.Fatalf("a notice reached raft %v after the follower last heard from the leader", time.Since(fol.raft.LastContact()).Round(time.Millisecond))
+	}
+}

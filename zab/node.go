@@ -266,6 +266,8 @@ type Node struct {
 	commitTimeout time.Duration
 	// electionTimeout is raft's ElectionTimeout (handoff.go).
 	electionTimeout time.Duration
+	// heartbeatTimeout is raft's HeartbeatTimeout (commitnotice.go).
+	heartbeatTimeout time.Duration
 	// raftReady is raft once NewRaft returned, for the apply goroutine,
 	// which may run before n.raft is set (divergence reports).
 	raftReady atomic.Pointer[raft.Raft]
@@ -427,6 +429,7 @@ func Open(cfg Config) (*Node, error) {
 	rc.BatchApplyCh = true
 	n.commitTimeout = rc.CommitTimeout
 	n.electionTimeout = rc.ElectionTimeout
+	n.heartbeatTimeout = rc.HeartbeatTimeout
 	// Client writes are packed (batch.go), so few entries wait at once;
 	// raft allocates a slice of this many pointers for every commit.
 	rc.MaxAppendEntries = maxAppendEntries
