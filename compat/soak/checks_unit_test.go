@@ -2,10 +2,13 @@ package soak
 
 import (
 	"math"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
+	"github.com/go-zookeeper/zk"
 )
 
 func TestCheckHolds(t *testing.T) {
@@ -96,5 +99,46 @@ func TestRegisterModel(t *testing.T) {
 				t.Fatalf("check = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestHandshakeDialer: a client whose member accepts the connection and
+// never answers (a paused process) gives up on it within the dialer's
+// limit, not go-zk's ten receive timeouts (20 s for this 3 s session).
+func TestHandshakeDialer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, unanswered, until the test ends
+		}
+	}()
+	c, events, err := zk.Connect([]string{ln.Addr().String()}, 3*time.Second, zk.WithLogger(quiet{}), zk.WithLogInfo(false),
+		zk.WithDialer(handshakeDialer(500*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	deadline := time.After(10 * time.Second)
+	connected := false
+	for {
+		select {
+		case ev := <-events:
+			switch {
+			case ev.State == zk.StateConnected:
+				connected = true
+			case connected && ev.State == zk.StateDisconnected:
+				return // gave up on the silent member
+			}
+		case <-deadline:
+			t.Fatal("the client still waited for the silent member's answer after 10 s")
+		}
 	}
 }

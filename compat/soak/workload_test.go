@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -71,7 +72,8 @@ func (w *workload) now() int64 { return int64(time.Since(w.start)) }
 func (w *workload) dial(t *testing.T, first int) *zk.Conn {
 	t.Helper()
 	order := append(append([]string{}, w.addrs[first%len(w.addrs):]...), w.addrs[:first%len(w.addrs)]...)
-	c, events, err := zk.Connect(order, w.timeout, zk.WithLogger(quiet{}), zk.WithLogInfo(false))
+	c, events, err := zk.Connect(order, w.timeout, zk.WithLogger(quiet{}), zk.WithLogInfo(false),
+		zk.WithDialer(handshakeDialer(w.timeout/time.Duration(len(order)))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +102,42 @@ func (w *workload) dial(t *testing.T, first int) *zk.Conn {
 		t.Fatalf("soak: no session on %v within 30s", order)
 	}
 	return c
+}
+
+// handshakeDialer dials as go-zk does, but bounds the wait for a
+// member's answer to the connect request by limit, as ZooKeeper's Java
+// client (its connect timeout: the session timeout over the number of
+// servers) and Kazoo do. go-zk v1.0.4 waits ten times its receive
+// timeout, 6.7 times the session timeout: a client that picks a paused
+// member (the kernel accepts its connection; nothing answers) sits out
+// its session there however healthy the rest of the ensemble is, which
+// the pause nemesis would count against the server.
+func handshakeDialer(limit time.Duration) zk.Dialer {
+	return func(network, address string, timeout time.Duration) (net.Conn, error) {
+		c, err := net.DialTimeout(network, address, timeout)
+		if err != nil {
+			return nil, err
+		}
+		return &handshakeConn{Conn: c, limit: limit}, nil
+	}
+}
+
+// handshakeConn caps the first read deadline go-zk sets on it, the one
+// for the connect response, at limit from then.
+type handshakeConn struct {
+	net.Conn
+	limit time.Duration
+	set   atomic.Bool
+}
+
+// SetReadDeadline implements net.Conn.
+func (c *handshakeConn) SetReadDeadline(t time.Time) error {
+	if !t.IsZero() && c.set.CompareAndSwap(false, true) {
+		if bound := time.Now().Add(c.limit); t.After(bound) {
+			t = bound
+		}
+	}
+	return c.Conn.SetReadDeadline(t)
 }
 
 // quiet drops go-zk's log lines: the clients reconnect through every
