@@ -2,7 +2,6 @@ package zab
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -182,7 +181,8 @@ type Config struct {
 	// MaxInflightBatches is how many entries of packed client requests
 	// (batch.go) this member keeps in flight, proposed but not yet applied
 	// here; requests arriving meanwhile wait and go as one entry. Zero
-	// means DefaultMaxInflightBatches.
+	// means DefaultMaxInflightBatches standalone and
+	// DefaultEnsembleMaxInflightBatches in an ensemble.
 	MaxInflightBatches int
 	// OnCommitted, when set, is how the leader tells its followers at
 	// once that an entry it proposed committed (commitnotice.go): it is
@@ -355,7 +355,6 @@ func Open(cfg Config) (*Node, error) {
 		bootID:  newBootID(),
 		opened:  time.Now(),
 
-		maxInflight: cmp.Or(cfg.MaxInflightBatches, DefaultMaxInflightBatches),
 		proposeWake: make(chan struct{}, 1),
 		snapDue:     make(chan struct{}, 1),
 	}
@@ -470,6 +469,13 @@ func Open(cfg Config) (*Node, error) {
 		servers = []raft.Server{{Suffrage: raft.Voter, ID: rc.LocalID, Address: addr}}
 	}
 	n.standalone = len(servers) == 1
+	n.maxInflight = cfg.MaxInflightBatches
+	if n.maxInflight == 0 {
+		n.maxInflight = DefaultEnsembleMaxInflightBatches
+		if n.standalone {
+			n.maxInflight = DefaultMaxInflightBatches
+		}
+	}
 	n.fsm.observer = cfg.Observer
 	if cfg.OnDivergence != nil {
 		n.fsm.onDivergence = func(d Divergence) {
