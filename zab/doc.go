@@ -28,7 +28,9 @@
 // lands: when it commits, before its writes apply, the apply goroutine
 // proposes them, so their fsync overlaps that apply (or, up to
 // Config.MaxInflightBatches, sooner, once as many wait as the last batch
-// held). Under load the log holds one entry per group commit,
+// held: two batches in flight standalone, one in an ensemble, where each
+// entry costs every member an AppendEntries and an fdatasync). Under load
+// the log holds one entry per group commit,
 // and raft's costs per entry (its future, the append, AppendEntries to
 // each follower, commit and apply) are paid per batch. When a batch commits
 // with nothing behind it, the leader tells its followers at once
