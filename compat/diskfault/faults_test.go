@@ -64,6 +64,7 @@ func TestIntegration_FsyncEIOStandalone(t *testing.T) {
 	s := zkproc.StartZkd(t, zkproc.Options{Dir: memberDir(t, f, 1), Binary: zkdBin(t)})
 	w := &writer{c: connect(t, s.Addr)}
 	w.writeN(t, 50)
+	sid := w.c.SessionID()
 	f.SetFsyncError(syscall.EIO)
 	if err := w.write(); err == nil {
 		t.Fatal("a write was acknowledged although its fsync failed")
@@ -76,6 +77,7 @@ func TestIntegration_FsyncEIOStandalone(t *testing.T) {
 	s.Restart(t)
 	w.checkAcked(t, connect(t, s.Addr))
 	t.Logf("serving again %v after the restart", time.Since(start))
+	w.keptSession(t, sid)
 }
 
 // TestIntegration_FsyncEIOLeader: the leader's fsync fails; it stops with
@@ -111,6 +113,7 @@ func TestIntegration_PowerCutStandalone(t *testing.T) {
 	s := zkproc.StartZkd(t, zkproc.Options{Dir: memberDir(t, f, 1), Binary: zkdBin(t)})
 	w := &writer{c: connect(t, s.Addr)}
 	w.writeN(t, 200)
+	sid := w.c.SessionID()
 	s.Kill()
 	if err := f.PowerCut(); err != nil {
 		t.Fatal(err)
@@ -119,6 +122,7 @@ func TestIntegration_PowerCutStandalone(t *testing.T) {
 	s.Restart(t)
 	w.checkAcked(t, connect(t, s.Addr))
 	t.Logf("serving again %v after the restart", time.Since(start))
+	w.keptSession(t, sid)
 }
 
 // TestIntegration_PowerCutEnsemble: all three members lose power at once
@@ -129,6 +133,7 @@ func TestIntegration_PowerCutEnsemble(t *testing.T) {
 	servers := ensemble(t, f)
 	w := &writer{c: connect(t, servers[0].Addr)}
 	w.writeN(t, 100)
+	sid := w.c.SessionID()
 	// Writes in flight at the cut: acknowledged ones must survive.
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -161,6 +166,7 @@ func TestIntegration_PowerCutEnsemble(t *testing.T) {
 	}
 	w.checkAcked(t, c)
 	t.Logf("serving again %v after the restart", time.Since(start))
+	w.keptSession(t, sid)
 }
 
 // TestIntegration_DiskFullStandalone: the disk fills up; the log still
@@ -174,6 +180,7 @@ func TestIntegration_DiskFullStandalone(t *testing.T) {
 	s := zkproc.StartZkd(t, zkproc.Options{Dir: memberDir(t, f, 1), Binary: zkdBin(t), ExtraCfg: map[string]string{"snapCount": "100"}})
 	w := &writer{c: connect(t, s.Addr)}
 	w.writeN(t, 50)
+	sid := w.c.SessionID()
 	f.SetSpaceLeft(0)
 	var err error
 	for i := 0; i < 1000 && err == nil; i++ {
@@ -192,6 +199,7 @@ func TestIntegration_DiskFullStandalone(t *testing.T) {
 	s.Restart(t)
 	w.checkAcked(t, connect(t, s.Addr))
 	t.Logf("serving again %v after space came back", time.Since(start))
+	w.keptSession(t, sid)
 }
 
 // TestIntegration_DiskFullEnsemble: one member's disk (a follower's, then

@@ -234,6 +234,18 @@ func (w *writer) writeUntil(t *testing.T, n int, timeout time.Duration) {
 	}
 }
 
+// keptSession waits until a write through w's own client is acknowledged
+// again (its member restarted, or it moved to another) and fails the test
+// unless the client still has session sid: the fault expired no session.
+func (w *writer) keptSession(t *testing.T, sid int64) {
+	t.Helper()
+	w.writeUntil(t, 1, 30*time.Second)
+	if got := w.c.SessionID(); got != sid {
+		t.Fatalf("the client's session changed from %#x to %#x: it expired", sid, got)
+	}
+	t.Logf("session %#x kept", sid)
+}
+
 // appendCfg appends line to s's zoo.cfg, for its next start.
 func appendCfg(t *testing.T, s *zkproc.Server, line string) {
 	t.Helper()

@@ -1,0 +1,153 @@
+package diskfault
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/zkd/zkd/compat/faultfs"
+	"github.com/zkd/zkd/compat/zkproc"
+)
+
+// zkEnsemble starts three ZooKeeper 3.8 members with their directories
+// member1..3 on f's mount, with extra zoo.cfg lines.
+func zkEnsemble(t *testing.T, f *faultfs.FS, extra map[string]string) []*zkproc.Server {
+	t.Helper()
+	var dirs []string
+	for i := 1; i <= 3; i++ {
+		dirs = append(dirs, memberDir(t, f, i))
+	}
+	return zkproc.StartZooKeeperEnsemble(t, 3, zkproc.Options{MemberDirs: dirs, ExtraCfg: extra})
+}
+
+// zkOutcome is what one ZooKeeper member did with its disk fault.
+type zkOutcome struct {
+	exited   bool // the member's process ended
+	status   int  // its exit status, if it ended
+	line     string
+	recovery time.Duration // fault to the 50th write acknowledged by the others
+}
+
+// faultZooKeeperMember runs a client on the member after the leader
+// (index l+1), injects fault into member victim's data directory, and
+// makes 50 more acknowledged writes; it reports what the victim did.
+// The writer's session must survive (the client is not on the victim).
+func faultZooKeeperMember(t *testing.T, f *faultfs.FS, servers []*zkproc.Server, victim int, w *writer, fault func()) zkOutcome {
+	t.Helper()
+	sid := w.c.SessionID()
+	f.SetFilter(memberData(victim))
+	fault()
+	start := time.Now()
+	w.writeUntil(t, 50, 60*time.Second)
+	out := zkOutcome{recovery: time.Since(start)}
+	// Give the victim a moment to act on the fault: a later write may be
+	// the one whose fsync or allocation fails.
+	deadline := time.Now().Add(10 * time.Second)
+	for servers[victim].Running() && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !servers[victim].Running() {
+		out.exited = true
+		if st := servers[victim].Cmd.ProcessState; st != nil {
+			out.status = st.ExitCode()
+		}
+	}
+	for _, l := range strings.Split(servers[victim].Log(), "\n") {
+		if strings.Contains(l, "Severe unrecoverable error") || strings.Contains(l, "No space left") || strings.Contains(l, "Input/output error") {
+			out.line = l
+			break
+		}
+	}
+	if got := w.c.SessionID(); got != sid {
+		t.Fatalf("the client's session changed from %#x to %#x: it expired", sid, got)
+	}
+	return out
+}
+
+// TestIntegration_ZooKeeperEnsembleFaults runs the 3-member disk faults
+// of this package on ZooKeeper 3.8, for the comparison in
+// docs/disk-faults.md: the leader's fsync failing, the leader's disk
+// full, and all three members' power cut while a client writes. It
+// pins what ZooKeeper does; if this ever fails, the document is out of
+// date.
+func TestIntegration_ZooKeeperEnsembleFaults(t *testing.T) {
+	t.Run("fsync EIO on the leader", func(t *testing.T) {
+		f := mountDir(t)
+		f.SetFilter(func(string) bool { return false })
+		servers := zkEnsemble(t, f, nil)
+		l := zkproc.LeaderOf(t, servers, 30*time.Second)
+		w := &writer{c: connect(t, servers[(l+1)%3].Addr)}
+		w.writeN(t, 50)
+		out := faultZooKeeperMember(t, f, servers, l, w, func() { f.SetFsyncError(syscall.EIO) })
+		t.Logf("ZooKeeper 3.8: leader's fsync EIO: 50 more writes acknowledged %v after the fault; leader exited %v (status %d): %s",
+			out.recovery, out.exited, out.status, out.line)
+		if out.exited || out.line == "" {
+			t.Fatalf("ZooKeeper's leader exited %v (status %d), line %q: docs/disk-faults.md says it logs Severe unrecoverable error and keeps running", out.exited, out.status, out.line)
+		}
+		srvr, err := servers[l].FourLetter("srvr")
+		t.Logf("ZooKeeper 3.8: the leader whose fsync failed, asked srvr: %q, %v", srvr, err)
+		if !strings.Contains(srvr, "not currently serving") {
+			t.Fatalf("ZooKeeper's leader after its failed fsync answers srvr %q: docs/disk-faults.md says it stops serving", srvr)
+		}
+		f.Clear()
+		rejoined := time.Now()
+		w.checkAcked(t, connect(t, servers[l].Addr))
+		t.Logf("ZooKeeper 3.8: once its disk works again it serves %v later as %q, without a restart", time.Since(rejoined), servers[l].Mode())
+	})
+	t.Run("disk full on the leader", func(t *testing.T) {
+		f := mountDir(t)
+		f.SetFilter(func(string) bool { return false })
+		servers := zkEnsemble(t, f, map[string]string{"snapCount": "100"})
+		l := zkproc.LeaderOf(t, servers, 30*time.Second)
+		w := &writer{c: connect(t, servers[(l+1)%3].Addr)}
+		w.writeN(t, 20)
+		out := faultZooKeeperMember(t, f, servers, l, w, func() { f.SetSpaceLeft(0) })
+		// Up to 300 writes: the preallocated txn log holds a while.
+		w.writeUntil(t, 250, 60*time.Second)
+		deadline := time.Now().Add(15 * time.Second)
+		for servers[l].Running() && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("ZooKeeper 3.8: leader's disk full: 50 writes acknowledged %v after it filled, 300 in all; the leader exited: %v",
+			out.recovery, servers[l].Cmd.ProcessState)
+		if servers[l].Running() || servers[l].Cmd.ProcessState.ExitCode() != 10 {
+			t.Fatalf("ZooKeeper's leader: running %v, %v: docs/disk-faults.md says it exits with status 10", servers[l].Running(), servers[l].Cmd.ProcessState)
+		}
+		f.Clear()
+		servers[l].Restart(t)
+		c := connect(t, servers[l].Addr)
+		if _, err := c.Sync("/"); err != nil {
+			t.Fatal(err)
+		}
+		w.checkAcked(t, c)
+	})
+	t.Run("power cut", func(t *testing.T) {
+		f := mountDir(t)
+		f.SetFilter(memberData(0, 1, 2))
+		servers := zkEnsemble(t, f, nil)
+		w := &writer{c: connect(t, zkproc.Addrs(servers)...)}
+		w.writeN(t, 100)
+		for _, s := range servers {
+			s.Kill()
+		}
+		if err := f.PowerCut(); err != nil {
+			t.Fatal(err)
+		}
+		const broken = "No snapshot found, but there are log entries. Something is broken!"
+		for _, s := range servers {
+			if err := s.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, s := range servers {
+			waitExit(t, s, 30*time.Second)
+			if !strings.Contains(s.Log(), broken) {
+				t.Fatalf("%s exited (%v) without %q: docs/disk-faults.md is out of date; tail:\n%s",
+					s.Addr, s.Cmd.ProcessState, broken, tail(s.Log(), 3000))
+			}
+		}
+		t.Logf("ZooKeeper 3.8: power cut of all three members: none starts again (%q, %v); the %d acknowledged writes are unreachable until an operator repairs the data directories",
+			broken, servers[0].Cmd.ProcessState, len(w.acked))
+	})
+}
