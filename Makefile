@@ -139,7 +139,7 @@ scale-test:
 ## the lock and register workloads, checked for linearizability: SOAK_MINUTES
 ## (30) per nemesis of NEMESES (kill,pause,partition,disk,mixed); one line per
 ## nemesis, also appended to bin/soak-report.txt (long; not in CI, whose go
-## test runs the same harness for 15 s per nemesis); SOAK_STALL is the longest
+## test runs the same harness for 24 s per nemesis, 2 minutes in all); SOAK_STALL is the longest
 ## fsync delay of the slow-disk faults; SOAK_ONFAIL, a shell command run
 ## when a fault fails, before the repair. See docs/disk-faults.md
 SOAK_MINUTES ?= 30

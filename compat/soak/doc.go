@@ -34,9 +34,9 @@
 //     run wrote;
 //   - a disk fault that must stop zkd stops it with status 74.
 //
-// TestIntegration_Soak runs every nemesis for -soak.duration (20s by
-// default: about two minutes in all, so `go test` covers it in CI); `make
-// soak` runs it for SOAK_MINUTES (30) per nemesis and prints one line per
-// nemesis: minutes, faults injected, operations checked, violations,
+// TestIntegration_Soak runs every nemesis for -soak.duration (24 s by
+// default: two minutes of faults over the five nemeses, so `go test`
+// covers it in CI); `make soak` runs it for SOAK_MINUTES (30) per nemesis
+// and prints one line per nemesis: minutes, faults injected, operations checked, violations,
 // acknowledged writes lost and sessions expired. See docs/disk-faults.md.
 package soak

@@ -23,7 +23,7 @@ import (
 )
 
 var (
-	soakDuration = flag.Duration("soak.duration", 15*time.Second, "how long each nemesis injects faults, each of its faults at least once (make soak: SOAK_MINUTES)")
+	soakDuration = flag.Duration("soak.duration", 24*time.Second, "how long each nemesis injects faults, each of its faults at least once (make soak: SOAK_MINUTES)")
 	soakNemeses  = flag.String("soak.nemeses", strings.Join(nemesisNames, ","), "the nemeses to run, in order: kill, pause, partition, disk, mixed (make soak: NEMESES)")
 	soakSeed     = flag.Uint64("soak.seed", 0, "seed of the fault schedule; 0 draws one (the report prints it)")
 	soakTick     = flag.Int("soak.tick", 500, "the members' tickTime in ms")
