@@ -109,6 +109,7 @@ func (l *Log) markWritten(seg *segment, last uint64) {
 	l.dsync.Lock()
 	l.dsync.written, l.dsync.seg = last, seg
 	l.dsync.cond.Broadcast()
+	l.dsync.work.Signal()
 	l.dsync.Unlock()
 }
 
@@ -134,7 +135,7 @@ func (l *Log) syncer() {
 	for {
 		l.dsync.Lock()
 		for l.dsync.written <= l.durable.Load() && !l.dsync.stopped && l.dsync.err == nil {
-			l.dsync.cond.Wait()
+			l.dsync.work.Wait()
 		}
 		if l.dsync.stopped || l.dsync.err != nil {
 			l.dsync.Unlock()
@@ -168,6 +169,7 @@ func (l *Log) stopSyncer() {
 	l.dsync.Lock()
 	l.dsync.stopped = true
 	l.dsync.cond.Broadcast()
+	l.dsync.work.Broadcast()
 	l.dsync.Unlock()
 }
 

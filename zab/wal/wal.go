@@ -175,12 +175,17 @@ type Log struct {
 	durable atomic.Uint64
 	dsync   struct {
 		sync.Mutex
-		cond    *sync.Cond
-		written uint64   // the last index written by a deferred StoreLogs
-		seg     *segment // the segment it went to (the tail)
-		gen     uint64   // moves on with each truncation
-		err     error    // the syncer's failed fdatasync
-		stopped bool     // Close: no more syncs
+		// cond wakes the waits on durable (WaitDurable, the window of
+		// a deferred StoreLogs); work wakes the syncer, only when a
+		// deferred write left it something to sync or the log stops.
+		// Apart, a synced StoreLogs (standalone, every one) does not
+		// wake the syncer for nothing at each append.
+		cond, work *sync.Cond
+		written    uint64   // the last index written by a deferred StoreLogs
+		seg        *segment // the segment it went to (the tail)
+		gen        uint64   // moves on with each truncation
+		err        error    // the syncer's failed fdatasync
+		stopped    bool     // Close: no more syncs
 	}
 	// syncerBusy is when the syncer's fdatasync in progress began (unix
 	// ns), 0 when none: see SyncingSince.
@@ -250,6 +255,7 @@ func Open(opts Options) (*Log, error) {
 	}
 	l.bounds.Store(emptyBounds)
 	l.dsync.cond = sync.NewCond(&l.dsync.Mutex)
+	l.dsync.work = sync.NewCond(&l.dsync.Mutex)
 	if err := l.recover(); err != nil {
 		for _, s := range l.mu.segs {
 			_ = s.f.Close()
