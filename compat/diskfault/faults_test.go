@@ -88,8 +88,10 @@ func TestIntegration_FsyncEIOLeader(t *testing.T) {
 	f.SetFilter(func(string) bool { return false })
 	servers := ensemble(t, f)
 	l := leader(t, servers)
-	other := servers[(l+1)%3]
-	w := &writer{c: connect(t, other.Addr)}
+	// The client knows both other members, as a real one knows the
+	// ensemble: with one address go-zk waits a second before each
+	// reconnect, which would be timed here as the ensemble's recovery.
+	w := &writer{c: connect(t, servers[(l+1)%3].Addr, servers[(l+2)%3].Addr)}
 	w.writeN(t, 50)
 	sid := w.c.SessionID()
 	f.SetFilter(memberData(l))
@@ -220,11 +222,13 @@ func TestIntegration_DiskFullEnsemble(t *testing.T) {
 			}
 			zkproc.RestartAll(t, servers)
 			l := leader(t, servers)
-			victim, other := (l+1)%3, servers[(l+2)%3]
+			victim := (l + 1) % 3
 			if role == "leader" {
 				victim = l
 			}
-			w := &writer{c: connect(t, other.Addr)}
+			// The client knows both other members (see
+			// TestIntegration_FsyncEIOLeader).
+			w := &writer{c: connect(t, servers[(victim+1)%3].Addr, servers[(victim+2)%3].Addr)}
 			w.writeN(t, 20)
 			sid := w.c.SessionID()
 			f.SetFilter(memberData(victim))

@@ -29,8 +29,8 @@ type zkOutcome struct {
 	recovery time.Duration // fault to the 50th write acknowledged by the others
 }
 
-// faultZooKeeperMember runs a client on the member after the leader
-// (index l+1), injects fault into member victim's data directory, and
+// faultZooKeeperMember takes w, a client of the members other than
+// victim, injects fault into member victim's data directory, and
 // makes 50 more acknowledged writes; it reports what the victim did.
 // The writer's session must survive (the client is not on the victim).
 func faultZooKeeperMember(t *testing.T, f *faultfs.FS, servers []*zkproc.Server, victim int, w *writer, fault func()) zkOutcome {
@@ -77,7 +77,7 @@ func TestIntegration_ZooKeeperEnsembleFaults(t *testing.T) {
 		f.SetFilter(func(string) bool { return false })
 		servers := zkEnsemble(t, f, nil)
 		l := zkproc.LeaderOf(t, servers, 30*time.Second)
-		w := &writer{c: connect(t, servers[(l+1)%3].Addr)}
+		w := &writer{c: connect(t, servers[(l+1)%3].Addr, servers[(l+2)%3].Addr)}
 		w.writeN(t, 50)
 		out := faultZooKeeperMember(t, f, servers, l, w, func() { f.SetFsyncError(syscall.EIO) })
 		t.Logf("ZooKeeper 3.8: leader's fsync EIO: 50 more writes acknowledged %v after the fault; leader exited %v (status %d): %s",
@@ -100,7 +100,7 @@ func TestIntegration_ZooKeeperEnsembleFaults(t *testing.T) {
 		f.SetFilter(func(string) bool { return false })
 		servers := zkEnsemble(t, f, map[string]string{"snapCount": "100"})
 		l := zkproc.LeaderOf(t, servers, 30*time.Second)
-		w := &writer{c: connect(t, servers[(l+1)%3].Addr)}
+		w := &writer{c: connect(t, servers[(l+1)%3].Addr, servers[(l+2)%3].Addr)}
 		w.writeN(t, 20)
 		out := faultZooKeeperMember(t, f, servers, l, w, func() { f.SetSpaceLeft(0) })
 		// Up to 300 writes: the preallocated txn log holds a while.
