@@ -870,6 +870,7 @@ func TestIntegration_LiveMigrationIntoEnsemble(t *testing.T) {
 	if c.State() != zk.StateHasSession || c.SessionID() != id {
 		t.Fatalf("session 0x%x (state %v) after the cutover, had 0x%x", c.SessionID(), c.State(), id)
 	}
+	awaitWatchesBack(t, members, id, "/app")
 	next, err := c.Create("/app/lock-", nil, zk.FlagEphemeralSequential, open)
 	must(t, err)
 	if n1, n2 := eph[len(eph)-10:], next[len(next)-10:]; n2 <= n1 {
@@ -904,6 +905,42 @@ func awaitEvent(t *testing.T, ch <-chan zk.Event, typ zk.EventType, path string)
 		}
 	case <-time.After(30 * time.Second):
 		t.Errorf("watch on %s set on ZooKeeper before the cutover did not fire on zkd (%v) within 30s", path, typ)
+	}
+}
+
+// awaitWatchesBack waits until a member lists path among session id's
+// watches (wchc): go-zk has re-set them with setWatches. A test must not
+// send on a go-zk connection that re-sets watches before that: go-zk
+// v1.0.4 reads its last zxid for setWatches while its receive loop may
+// write it for the reply to a request sent first, a data race in the
+// client that the race detector reports.
+func awaitWatchesBack(t *testing.T, members []*zkproc.Server, id int64, path string) {
+	t.Helper()
+	session := fmt.Sprintf("0x%x", uint64(id))
+	listed := func(wchc string) bool {
+		in := false
+		for _, line := range strings.Split(wchc, "\n") {
+			if p, ok := strings.CutPrefix(line, "\t"); ok {
+				if in && p == path {
+					return true
+				}
+				continue
+			}
+			in = line == session
+		}
+		return false
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		for _, m := range members {
+			if out, err := m.FourLetter("wchc"); err == nil && listed(out) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no member lists session 0x%x's watch on %s a minute after it reconnected", id, path)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
