@@ -109,6 +109,10 @@ func (n *Node) enqueueLocked(q queued) {
 	n.batch.queue = append(n.batch.queue, q)
 	n.batch.bytes += len(q.req.Body)
 	n.batch.queuedTotal++
+	if n.solo.active {
+		n.soloWakeLocked()
+		return
+	}
 	if n.mayFlushLocked() {
 		n.flushLocked()
 	}
@@ -119,7 +123,9 @@ func (n *Node) enqueueLocked(q queued) {
 func (n *Node) mayFlushLocked() bool {
 	b := &n.batch
 	switch {
-	case len(b.queue) == 0 || b.holding:
+	case len(b.queue) == 0 || b.holding || n.solo.taking || n.solo.active:
+		// Held, or the standalone direct log's committer takes them
+		// (solo.go).
 		return false
 	case len(b.inflight) == 0:
 		return true
@@ -136,11 +142,7 @@ func (n *Node) flushLocked() {
 	if len(b.queue) == 0 {
 		return
 	}
-	take, size := 0, 0
-	for take < len(b.queue) && (take == 0 || size+len(b.queue[take].req.Body) <= maxBatchBytes) {
-		size += len(b.queue[take].req.Body)
-		take++
-	}
+	take, size := b.next()
 	items := b.queue[:take]
 	b.lastSize = take
 	b.poke = false // this batch's AppendEntries carries the commit index
@@ -184,6 +186,17 @@ func (n *Node) flushLocked() {
 	b.bytes -= size
 }
 
+// next returns how many of the queued requests the next batch takes, and
+// the size of their bodies: up to maxBatchBytes, and at least one. The
+// caller holds submitMu.
+func (b *batchState) next() (take, size int) {
+	for take < len(b.queue) && (take == 0 || size+len(b.queue[take].req.Body) <= maxBatchBytes) {
+		size += len(b.queue[take].req.Body)
+		take++
+	}
+	return take, size
+}
+
 // batchLanded ends batch id's flight and proposes what waits. The apply
 // goroutine calls it with direct set as the batch commits, before its
 // requests apply, with the entry's raft index and term: it proposes the
@@ -199,7 +212,7 @@ func (n *Node) batchLanded(id uint64, direct bool, index, term uint64) {
 	b := &n.batch
 	remote, ok := b.inflight[id]
 	delete(b.inflight, id)
-	if b.holding {
+	if b.holding || n.solo.taking {
 		b.flushed.Broadcast() // release waits for the batches in flight
 	}
 	if ok && !n.standalone && (remote || n.cfg.OnCommitted != nil) {

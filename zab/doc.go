@@ -38,6 +38,13 @@
 // AppendEntries that carries that commit, rather than waiting for raft's
 // CommitTimeout; nothing more enters the log.
 //
+// A standalone member, once raft has started it and applied its log,
+// writes its log directly (solo.go): one committer goroutine packs what
+// waits, appends it in raft's record format with one fdatasync, applies
+// it and answers, with one goroutine hand-off per batch where raft has
+// two. Raft still recovers the member at start, and the data directory
+// stays one raft reads.
+//
 // In an ensemble the leader writes its own log while the followers write
 // theirs (the Raft thesis, §10.2.1): its append returns once the records
 // are written, and the log's goroutine fdatasyncs them at once (wal's

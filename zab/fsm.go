@@ -106,6 +106,10 @@ type fsm struct {
 	// Config.OnDivergence.
 	digests      digestLog
 	onDivergence func(Divergence)
+	// soloActive is set once a standalone member's direct log took over
+	// (solo.go); soloMu orders it with raft's Snapshot calls.
+	soloActive atomic.Bool
+	soloMu     sync.Mutex
 	// started is set once raft is running: a Restore after it installs a
 	// leader's snapshot rather than loading the node's own at start.
 	started atomic.Bool
@@ -177,7 +181,12 @@ func (f *fsm) nextZxid(term uint64) int64 {
 }
 
 // Apply implements raft.FSM. It returns a Result for request entries.
-func (f *fsm) Apply(l *raft.Log) interface{} {
+func (f *fsm) Apply(l *raft.Log) interface{} { return f.apply(l, true) }
+
+// apply applies one log entry; viaRaft tells whether raft delivers it (a
+// batch's onBatch then runs) or the standalone direct log does (solo.go),
+// which paces its batches itself.
+func (f *fsm) apply(l *raft.Log, viaRaft bool) interface{} {
 	if f.waitDurable != nil {
 		if err := f.waitDurable(l.Index); err != nil {
 			// A failed fdatasync stops the member (OnDiskFailure); an
@@ -200,7 +209,7 @@ func (f *fsm) Apply(l *raft.Log) interface{} {
 	}
 	if e.kind == kindBatch {
 		f.checkDigest(e.mark, l.Index)
-		if f.onBatch != nil {
+		if f.onBatch != nil && viaRaft {
 			f.onBatch(e.origin, e.seq, l.Index, l.Term)
 		}
 		tree := f.tree.Load()
@@ -608,8 +617,29 @@ func readSnapshotTombstones(br *bufio.Reader) ([]datatree.Tombstone, error) {
 
 // Snapshot implements raft.FSM. It encodes the session table and the tree
 // on the apply goroutine, so the image is consistent; Persist only copies
-// bytes.
+// bytes. Once a standalone member's direct log took over (solo.go) it
+// refuses: raft would label the image with its own last index, which
+// stopped at the takeover.
 func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.soloMu.Lock()
+	defer f.soloMu.Unlock()
+	if f.soloActive.Load() {
+		return nil, errSoloSnapshot
+	}
+	return f.snapshot()
+}
+
+// setSoloActive records that the direct log took over: raft's snapshots
+// are refused from now on, and one under way has taken its image.
+func (f *fsm) setSoloActive() {
+	f.soloMu.Lock()
+	f.soloActive.Store(true)
+	f.soloMu.Unlock()
+}
+
+// snapshot is Snapshot for raft and for the direct log, whose committer
+// holds its commit lock so that nothing applies meanwhile.
+func (f *fsm) snapshot() (raft.FSMSnapshot, error) {
 	start := time.Now()
 	f.sinceSnap = 0
 	f.snapZxid.Store(f.tree.Load().LastZxid())

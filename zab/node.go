@@ -196,6 +196,10 @@ type Config struct {
 	// beforeSync is wal.Options.BeforeSync: tests stall the log's
 	// fdatasyncs with it.
 	beforeSync func(path string)
+	// raftLog keeps a standalone member's writes going through raft
+	// instead of its direct log (solo.go): tests write data directories
+	// both ways with it.
+	raftLog bool
 }
 
 // DefaultConfig returns a standalone configuration with ZooKeeper's
@@ -296,6 +300,11 @@ type Node struct {
 	pending pendingFutures
 	// standalone is true when this member is the whole cluster.
 	standalone bool
+	// solo is the standalone direct log (solo.go); snaps and trailingLogs
+	// are what its snapshots need of raft's set-up.
+	solo         soloState
+	snaps        raft.SnapshotStore
+	trailingLogs uint64
 	// recovery is what Open found on disk; set once in Open.
 	recovery Recovery
 	// applyq feeds completeLoop the raft futures in submit order.
@@ -491,6 +500,7 @@ func Open(cfg Config) (*Node, error) {
 		n.fsm.observer.Committed = nil
 	}
 	snaps := st.SnapshotStore(cfg.SnapshotRetain)
+	n.snaps, n.trailingLogs = snaps, rc.TrailingLogs
 	has, err := raft.HasExistingState(logs, st, snaps)
 	if err != nil {
 		closeStores()
@@ -553,6 +563,13 @@ func Open(cfg Config) (*Node, error) {
 	if limit := stallLimit(cfg); limit > 0 {
 		n.wg.Add(1)
 		go n.diskWatch(limit)
+	}
+	if n.standalone && !cfg.raftLog {
+		n.solo.wake = make(chan struct{}, 1)
+		n.solo.ready = make(chan struct{})
+		n.wg.Add(2)
+		go n.takeOver()
+		go n.soloLoop()
 	}
 	return n, nil
 }
@@ -634,6 +651,16 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+	if n.solo.ready != nil {
+		// The direct log takes over once raft applied its log.
+		select {
+		case <-n.solo.ready:
+		case <-ctx.Done():
+			return fmt.Errorf("zab: waiting for the direct log: %w", ctx.Err())
+		case <-n.stop:
+			return ErrStopped
+		}
+	}
 	return n.barrier(ctx)
 }
 
@@ -670,6 +697,11 @@ func (n *Node) barrierOnce(timeout time.Duration) error {
 	target := n.batch.queuedTotal
 	for n.batch.proposedTotal < target && !n.batch.closed {
 		n.batch.flushed.Wait()
+	}
+	if n.solo.active {
+		err := n.soloBarrierLocked()
+		n.submitMu.Unlock()
+		return err
 	}
 	if n.batch.closed {
 		n.submitMu.Unlock()
@@ -882,7 +914,9 @@ func (n *Node) SyncIndex(ctx context.Context) (uint64, error) {
 func (n *Node) Stats() Stats {
 	m := logStats(n.store.Metrics(), n.wal.Metrics())
 	m.LastWALSyncLatency = n.wal.LastSync()
-	return Stats{Sessions: n.tracker.Len(), Raft: n.raft.Stats(), Store: m, CommitNotices: n.notices.injected.Load()}
+	rs := n.raft.Stats()
+	n.soloStats(rs)
+	return Stats{Sessions: n.tracker.Len(), Raft: rs, Store: m, CommitNotices: n.notices.injected.Load()}
 }
 
 // Stats are a node's figures.
@@ -1126,7 +1160,7 @@ func (n *Node) ensureConfig() {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if n.raft.Barrier(time.Minute).Error() != nil {
+		if n.barrierOnce(time.Minute) != nil {
 			return
 		}
 		// Only an empty node is filled in: once set, /zookeeper/config
@@ -1155,7 +1189,7 @@ func (n *Node) ensureFencingKey() {
 	n.wg.Add(1)
 	go func() {
 		defer n.wg.Done()
-		if n.raft.Barrier(time.Minute).Error() != nil || n.fsm.fence.Load() != nil {
+		if n.barrierOnce(time.Minute) != nil || n.fsm.fence.Load() != nil {
 			return
 		}
 		seed := make([]byte, fencing.SeedLen)
@@ -1175,6 +1209,11 @@ func (n *Node) FencingSigner() *fencing.Signer { return n.fsm.fence.Load() }
 // propose appends a leader-generated entry; nobody waits for it.
 func (n *Node) propose(e *entry) {
 	n.submitMu.Lock()
+	if n.solo.active {
+		n.soloProposeLocked(e)
+		n.submitMu.Unlock()
+		return
+	}
 	e.origin = n.bootID
 	e.time = time.Now().UnixMilli()
 	data := e.encode()
@@ -1205,7 +1244,7 @@ func (n *Node) Close() error {
 		// A clean stop snapshots first, so the next start loads the image
 		// instead of replaying the log tail (a kill -9 still replays).
 		start := time.Now()
-		if serr := n.raft.Snapshot().Error(); serr == nil {
+		if serr := n.takeSnapshot(); serr == nil {
 			n.log.Info("snapshot taken at shutdown", zap.Duration("took", time.Since(start)))
 		} else if !errors.Is(serr, raft.ErrNothingNewToSnapshot) {
 			n.log.Warn("no snapshot at shutdown", zap.Error(serr))
@@ -1231,7 +1270,7 @@ func (n *Node) Close() error {
 // behind it (keeping the trailing entries raft is configured to keep).
 // Raft also snapshots by itself every SnapshotThreshold entries.
 func (n *Node) Snapshot() error {
-	if err := n.raft.Snapshot().Error(); err != nil {
+	if err := n.takeSnapshot(); err != nil {
 		return fmt.Errorf("zab: snapshot: %w", err)
 	}
 	return nil
@@ -1249,7 +1288,7 @@ func (n *Node) snapshotLoop() {
 		case <-n.snapDue:
 		}
 		start := time.Now()
-		if err := n.raft.Snapshot().Error(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		if err := n.takeSnapshot(); err != nil && !errors.Is(err, raft.ErrNothingNewToSnapshot) {
 			n.log.Warn("snapshot after snapCount writes failed", zap.Error(err))
 			continue
 		}

@@ -349,7 +349,7 @@ func TestNodeSubmitAfterClose(t *testing.T) {
 // trimmed behind the snapshot.
 func TestNodeRestartFromSnapshotAndTail(t *testing.T) {
 	dir := t.TempDir()
-	trail := func(c *Config) { c.SnapshotThreshold = 1 << 40 }
+	trail := func(c *Config) { c.SnapshotThreshold, c.TrailingLogs = 1<<40, 10 }
 	n := openNode(t, dir, trail)
 	if err := n.raft.ReloadConfig(raft.ReloadableConfig{TrailingLogs: 10, SnapshotInterval: time.Hour, SnapshotThreshold: 1 << 40, HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond}); err != nil {
 		t.Fatal(err)

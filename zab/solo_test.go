@@ -1,0 +1,142 @@
+package zab
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/zkd/zkd/jute"
+)
+
+// viaRaft makes a standalone node keep its writes in raft (no direct log).
+func viaRaft(c *Config) { c.raftLog = true }
+
+// logWrites creates 40 nodes from each of 8 goroutines at once, so that
+// the writes pack into batches, and deletes every fifth.
+func logWrites(t *testing.T, n *Node, s Result, prefix string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				p := fmt.Sprintf("/%s-%d-%d", prefix, w, i)
+				if r := n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: createBody(p)}).Wait(); r.Err != nil {
+					errs <- fmt.Errorf("create %s: %w", p, r.Err)
+					return
+				}
+				if i%5 == 0 {
+					body := jute.Encode(&jute.DeleteRequest{Path: p, Version: -1})
+					if r := n.Submit(&Request{Op: jute.OpDelete, SessionID: s.SessionID, Body: body}).Wait(); r.Err != nil {
+						errs <- fmt.Errorf("delete %s: %w", p, r.Err)
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// TestDirectLogDataDirectory: a standalone member's data directory reads
+// the same whichever path wrote it, the direct log (solo.go) or raft, and
+// whichever reads it, after a clean stop (snapshot at close) and after a
+// crash (the directory as the running member left it: every acknowledged
+// write is fsynced, nothing else is promised). The direct log's own
+// snapshot trims the log and restores; writes go on after the restart,
+// with zxids of a new epoch.
+func TestDirectLogDataDirectory(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		writer, reader  func(*Config)
+		crash, directly bool
+	}{
+		{"direct to direct, clean stop", nil, nil, false, true},
+		{"direct to direct, crash", nil, nil, true, true},
+		{"direct to raft, crash", nil, viaRaft, true, true},
+		{"direct to raft, clean stop", nil, viaRaft, false, true},
+		{"raft to direct, crash", viaRaft, nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := func(o func(*Config)) []func(*Config) {
+				l := []func(*Config){func(c *Config) { c.SnapshotThreshold, c.TrailingLogs = 1<<40, 5 }}
+				if o != nil {
+					l = append(l, o)
+				}
+				return l
+			}
+			dir := t.TempDir()
+			n := openNode(t, dir, opts(tc.writer)...)
+			s := openSession(t, n)
+			logWrites(t, n, s, "a")
+			if err := n.Snapshot(); err != nil {
+				t.Fatal(err)
+			}
+			logWrites(t, n, s, "b")
+			st := n.Stats()
+			logged, _ := strconv.ParseUint(st.Raft["last_log_index"], 10, 64)
+			if direct := logged > n.raft.LastIndex(); direct != tc.directly {
+				t.Fatalf("direct log wrote the entries: %v (last index %d, raft's %d), want %v", direct, logged, n.raft.LastIndex(), tc.directly)
+			}
+			if st.Store.FirstIndex <= 1 {
+				t.Fatalf("log not trimmed behind the snapshot: first index %d", st.Store.FirstIndex)
+			}
+			digest, zxid := n.Tree().Digest(), n.LastZxid()
+			if tc.crash {
+				image := t.TempDir()
+				if err := os.CopyFS(image, os.DirFS(dir)); err != nil {
+					t.Fatal(err)
+				}
+				dir = image
+			}
+			if err := n.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			n = openNode(t, dir, opts(tc.reader)...)
+			defer n.Close()
+			if got := n.Tree().Digest(); got != digest {
+				t.Fatalf("tree digest after restart %x, want %x", got, digest)
+			}
+			if n.LastZxid() != zxid {
+				t.Fatalf("last zxid after restart 0x%x, want 0x%x", n.LastZxid(), zxid)
+			}
+			if _, ok := n.SessionTimeout(s.SessionID); !ok {
+				t.Fatal("session lost")
+			}
+			logWrites(t, n, s, "c")
+			if got := n.LastZxid(); got>>32 <= zxid>>32 {
+				t.Fatalf("zxid 0x%x after the restart is not of a later epoch than 0x%x", got, zxid)
+			}
+		})
+	}
+}
+
+// TestDirectLogRefusesRaftSnapshot: once the direct log took over, raft's
+// own snapshot, which would label the tree with raft's stale last index,
+// is refused, and the member's snapshot goes through the direct log.
+func TestDirectLogRefusesRaftSnapshot(t *testing.T) {
+	n := openNode(t, t.TempDir())
+	defer n.Close()
+	s := openSession(t, n)
+	logWrites(t, n, s, "a")
+	if err := n.raft.Snapshot().Error(); err == nil || !strings.Contains(err.Error(), errSoloSnapshot.Error()) {
+		t.Fatalf("raft's snapshot after the takeover: %v, want %v", err, errSoloSnapshot)
+	}
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	want := strconv.FormatUint(n.solo.index.Load(), 10)
+	if got := n.Stats().Raft["last_snapshot_index"]; got != want {
+		t.Fatalf("last snapshot index %s, want the log's last, %s", got, want)
+	}
+}
