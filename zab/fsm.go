@@ -110,6 +110,8 @@ type fsm struct {
 	// (solo.go); soloMu orders it with raft's Snapshot calls.
 	soloActive atomic.Bool
 	soloMu     sync.Mutex
+	// confIndex is the index of the newest membership entry applied.
+	confIndex atomic.Uint64
 	// started is set once raft is running: a Restore after it installs a
 	// leader's snapshot rather than loading the node's own at start.
 	started atomic.Bool
@@ -627,6 +629,13 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		return nil, errSoloSnapshot
 	}
 	return f.snapshot()
+}
+
+// StoreConfiguration implements raft.ConfigurationStore: raft calls it on
+// the apply goroutine for each membership entry it applies. The direct log
+// records the newest one's index in its snapshots (solo.go).
+func (f *fsm) StoreConfiguration(index uint64, _ raft.Configuration) {
+	f.confIndex.Store(max(f.confIndex.Load(), index))
 }
 
 // setSoloActive records that the direct log took over: raft's snapshots

@@ -106,7 +106,7 @@ func (n *Node) takeOver() {
 		return
 	}
 	last := n.raft.LastIndex()
-	confIndex, err := n.configIndex(last)
+	confIndex, err := n.configIndex()
 	if err != nil {
 		n.log.Warn("standalone: the direct log did not take over; writes keep going through raft", zap.Error(err))
 		return
@@ -131,36 +131,22 @@ func (n *Node) takeOver() {
 }
 
 // configIndex returns the index of the membership raft uses, which a
-// snapshot records (raft's GetConfiguration does not tell it): the newest
-// configuration entry of the log up to last, or else the newest
-// snapshot's. A standalone member's membership never changes, so the
-// search ends at the bootstrap entry or the snapshot.
-func (n *Node) configIndex(last uint64) (uint64, error) {
+// snapshot records (raft's GetConfiguration does not tell it): that of
+// the newest configuration entry raft applied (fsm.StoreConfiguration),
+// or, when the newest snapshot is later, the one it recorded.
+func (n *Node) configIndex() (uint64, error) {
 	metas, err := n.snaps.List()
 	if err != nil {
 		return 0, fmt.Errorf("zab: list snapshots: %w", err)
 	}
-	var floor uint64
+	index := n.fsm.confIndex.Load()
 	if len(metas) > 0 {
-		floor = metas[0].Index
+		index = max(index, metas[0].ConfigurationIndex)
 	}
-	first, err := n.logs.FirstIndex()
-	if err != nil {
-		return 0, fmt.Errorf("zab: the log's first index: %w", err)
-	}
-	for i := last; i >= max(first, floor+1) && i > 0; i-- {
-		var l raft.Log
-		if err := n.logs.GetLog(i, &l); err != nil {
-			return 0, fmt.Errorf("zab: read log index %d: %w", i, err)
-		}
-		if l.Type == raft.LogConfiguration {
-			return i, nil
-		}
-	}
-	if len(metas) == 0 {
+	if index == 0 {
 		return 0, errors.New("zab: no configuration in the log or a snapshot")
 	}
-	return metas[0].ConfigurationIndex, nil
+	return index, nil
 }
 
 // soloWakeLocked has the committer take what waits. The caller holds
