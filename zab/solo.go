@@ -91,7 +91,14 @@ func (n *Node) takeOver() {
 	defer n.submitMu.Unlock()
 	b := &n.batch
 	n.solo.taking = true
-	defer func() { n.solo.taking = false }()
+	defer func() {
+		n.solo.taking = false
+		// A takeover that failed leaves the writes to raft: propose
+		// what queued meanwhile.
+		for n.mayFlushLocked() {
+			n.flushLocked()
+		}
+	}()
 	for len(b.inflight) > 0 && !b.closed {
 		b.flushed.Wait()
 	}
