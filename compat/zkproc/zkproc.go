@@ -411,6 +411,10 @@ func (s *Server) prepare(t testing.TB, opts Options) error {
 		}
 		s.argv = []string{java,
 			"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+			// How a learner synced with its leader (DIFF, SNAP, TRUNC) at
+			// info: a few lines per election, read by tests that explain
+			// what a member had on disk.
+			"-Dorg.slf4j.simpleLogger.log.org.apache.zookeeper.server.quorum.Learner=info",
 			"-Dorg.slf4j.simpleLogger.showDateTime=true",
 			"-Dzookeeper.jmx.log4j.disable=true",
 		}
