@@ -213,7 +213,7 @@ func (n *Node) handOff(target raft.Server, since time.Time, limit time.Duration)
 	}
 	// Raft takes the request once the stalled write returned: time it.
 	stuck := n.waitWriteDone(since)
-	err := fut.Error()
+	err := n.awaitRaft(fut)
 	moved, to := n.awaitOtherLeader()
 	dir := n.cfg.Dir
 	if !moved {

@@ -309,6 +309,9 @@ type Node struct {
 	recovery Recovery
 	// applyq feeds completeLoop the raft futures in submit order.
 	applyq chan pendingApply
+	// completeDone is closed when completeLoop returns. Close waits for
+	// it apart from wg, and only for a while: see Close.
+	completeDone chan struct{}
 
 	// submitMu keeps raft.Apply calls in Submit order and guards batch.
 	submitMu sync.Mutex
@@ -555,7 +558,8 @@ func Open(cfg Config) (*Node, error) {
 	if last := r.LastIndex(); last > n.recovery.SnapshotIndex {
 		n.recovery.LogEntries = last - n.recovery.SnapshotIndex
 	}
-	n.wg.Add(4)
+	n.wg.Add(3)
+	n.completeDone = make(chan struct{})
 	go n.leaderLoop()
 	go n.completeLoop()
 	go n.proposeLoop()
@@ -682,6 +686,29 @@ func (n *Node) barrier(ctx context.Context) error {
 	return err
 }
 
+// unansweredGrace is how long Close waits for completeLoop once raft has
+// stopped; it is only reached when raft left a future unanswered.
+const unansweredGrace = 2 * time.Second
+
+// awaitRaft waits for f's outcome, or gives up with raft.ErrRaftShutdown
+// once the node stops. hashicorp/raft never answers a future that is still
+// in its apply queue when it shuts down (BatchApplyCh buffers that queue),
+// so a goroutine that Close waits for must not wait on f.Error alone. A
+// member hung at shutdown that way: SIGTERM arrived as it won an election,
+// and the new leader's barriers (ensureConfig, ensureFencingKey) were still
+// queued when raft stopped. The goroutine left waiting on such a future
+// ends with the process.
+func (n *Node) awaitRaft(f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-n.stop:
+		return raft.ErrRaftShutdown
+	}
+}
+
 // barrierOnce puts one barrier into raft's log after every request queued
 // so far and waits for it to apply.
 func (n *Node) barrierOnce(timeout time.Duration) error {
@@ -709,7 +736,7 @@ func (n *Node) barrierOnce(timeout time.Duration) error {
 	}
 	f := n.raft.Barrier(timeout) // only queued: in log order with the batches
 	n.submitMu.Unlock()
-	if err := f.Error(); err != nil {
+	if err := n.awaitRaft(f); err != nil {
 		if e := raftErr(err); errors.Is(e, ErrNotLeader) || errors.Is(e, ErrStopped) {
 			return e
 		}
@@ -870,7 +897,27 @@ func (n *Node) SubmitFor(origin, seq uint64, r *Request) func() error {
 	n.submitMu.Lock()
 	n.enqueueLocked(queued{origin: origin, seq: seq, req: *r, forwarded: done})
 	n.submitMu.Unlock()
-	return func() error { return <-done }
+	return n.forwardedWait(done)
+}
+
+// forwardedWait is SubmitFor's wait for a forwarded request's outcome on
+// done: nil once it committed, the error otherwise, or ErrStopped once the
+// member stops without one (the request was in a batch raft never
+// answered; see Close).
+func (n *Node) forwardedWait(done <-chan error) func() error {
+	return func() error {
+		select {
+		case err := <-done:
+			return err
+		case <-n.stop:
+		}
+		select {
+		case err := <-done:
+			return err
+		default:
+			return ErrStopped
+		}
+	}
 }
 
 // AppliedIndex returns the raft index of the last entry applied here.
@@ -1004,7 +1051,7 @@ func (n *Node) fail(seq uint64, err error) {
 // ones were already completed by the FSM. It answers the forwarded
 // requests either way, and ends the batch's flight if the FSM did not.
 func (n *Node) completeLoop() {
-	defer n.wg.Done()
+	defer close(n.completeDone)
 	for {
 		select {
 		case p := <-n.applyq:
@@ -1252,6 +1299,18 @@ func (n *Node) Close() error {
 		err = n.raft.Shutdown().Error()
 		close(n.stop)
 		n.wg.Wait()
+		// completeLoop waits on each batch's future itself (a hand-off
+		// per batch to a waiting goroutine, as awaitRaft makes, would
+		// sit on every forwarded write's path). Raft has stopped: a
+		// future it answered returns at once, so one that keeps
+		// completeLoop waiting was never answered and never will be.
+		select {
+		case <-n.completeDone:
+		case <-time.After(unansweredGrace):
+			n.log.Warn("raft shut down without answering a batch it had taken; the batch's requests fail as stopped",
+				zap.Duration("waited", unansweredGrace))
+			n.drainApplyq(ErrStopped)
+		}
 		n.failQueued(ErrStopped)
 		for _, f := range n.pending.takeAll() {
 			f.complete(Result{Err: ErrStopped})
