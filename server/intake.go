@@ -314,10 +314,10 @@ func (c *conn) push(sl *slot) bool {
 	}
 	switch how, _ := c.slots.add(sl, hand); how {
 	case addInline:
-		c.finish(sl)
+		c.finish(sl, nil)
 	case addParked:
-		if !sl.fut.OnComplete(func() { c.finishHooked(sl) }) {
-			c.finishHooked(sl) // it already completed
+		if !sl.fut.OnComplete(func() { c.finishHooked(sl, sl.fut.Later()) }) {
+			c.finishHooked(sl, nil) // it already completed
 		}
 	case addStart:
 		c.wg.Add(1)

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/zkd/zkd/jute"
+	"github.com/zkd/zkd/zab"
 )
 
 // finishHooked finishes a parked write on the goroutine that completed its
@@ -19,7 +20,7 @@ import (
 // (it runs on no goroutine of the connection, so it cannot count one in
 // c.wg): finish of a completed write only encodes, counts and writes
 // without waiting (see enqueue).
-func (c *conn) finishHooked(sl *slot) {
+func (c *conn) finishHooked(sl *slot, later *zab.Later) {
 	if !c.slots.hook(sl) {
 		return
 	}
@@ -29,7 +30,7 @@ func (c *conn) finishHooked(sl *slot) {
 			c.panicked("reply", r)
 		}
 	}()
-	c.finish(sl)
+	c.finish(sl, later)
 	c.slots.unhook()
 }
 
@@ -47,7 +48,7 @@ func (c *conn) complete() {
 		}
 		sl := c.slots.next()
 		if sl != nil {
-			if !c.finish(sl) {
+			if !c.finish(sl, nil) {
 				return
 			}
 			continue
@@ -71,8 +72,10 @@ func (c *conn) complete() {
 }
 
 // finish produces the reply of one slot and queues it; false once the
-// connection is done.
-func (c *conn) finish(sl *slot) bool {
+// connection is done. With later (a write's hook run by the standalone
+// committer, zab.Later), a reply that would be written inline is written
+// after the committer's batch, by its replier.
+func (c *conn) finish(sl *slot, later *zab.Later) bool {
 	defer func() {
 		if sl.readSeq != 0 {
 			c.readsExecuted.Store(sl.readSeq)
@@ -135,8 +138,39 @@ func (c *conn) finish(sl *slot) bool {
 		c.dropConnection()
 		return false
 	}
-	c.enqueue(encodeReply(hdr, body), sl.closeAfter, false)
+	frame := encodeReply(hdr, body)
+	if later != nil && c.claimInline(sl.closeAfter) {
+		later.Defer(func() { c.writeDeferred(frame) })
+		return true
+	}
+	c.enqueue(frame, sl.closeAfter, false)
 	return !sl.closeAfter
+}
+
+// claimInline claims the connection's output, as enqueue does before it
+// writes a reply inline, if nothing is queued or being written; the caller
+// then writes its frame with writeInline (now, or deferred). Anything
+// queued meanwhile waits behind it: wantWriter sees the claim and leaves
+// it to writeInline to start a writer after the frame.
+func (c *conn) claimInline(closeAfter bool) bool {
+	c.out.Lock()
+	defer c.out.Unlock()
+	if c.out.sealed || c.out.writing || closeAfter || len(c.out.q) != 0 || len(c.out.deferred) != 0 || c.raw == nil {
+		return false
+	}
+	c.out.writing, c.out.inline = true, true
+	return true
+}
+
+// writeDeferred writes a reply claimed by claimInline, on the standalone
+// committer's replier goroutine.
+func (c *conn) writeDeferred(frame []byte) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.panicked("reply", r)
+		}
+	}()
+	c.writeInline(frame)
 }
 
 // dropConnection closes the connection, after the replies already queued,

@@ -571,9 +571,12 @@ func Open(cfg Config) (*Node, error) {
 	if n.standalone && !cfg.raftLog {
 		n.solo.wake = make(chan struct{}, 1)
 		n.solo.ready = make(chan struct{})
+		n.solo.replies = make(chan *Later, 64)
+		n.solo.repliesDone = make(chan struct{})
 		n.wg.Add(2)
 		go n.takeOver()
 		go n.soloLoop()
+		go n.soloReplier()
 	}
 	return n, nil
 }
@@ -1035,7 +1038,9 @@ func (n *Node) applied(origin, seq uint64, res Result) {
 		return
 	}
 	if f := n.pending.take(seq); f != nil {
+		f.later = n.solo.later.Load()
 		f.complete(res)
+		f.later = nil
 	}
 }
 
@@ -1310,6 +1315,12 @@ func (n *Node) Close() error {
 			n.log.Warn("raft shut down without answering a batch it had taken; the batch's requests fail as stopped",
 				zap.Duration("waited", unansweredGrace))
 			n.drainApplyq(ErrStopped)
+		}
+		if n.solo.replies != nil {
+			// The committer has stopped: the replies it deferred are
+			// written before the connections' futures fail below.
+			close(n.solo.replies)
+			<-n.solo.repliesDone
 		}
 		n.failQueued(ErrStopped)
 		for _, f := range n.pending.takeAll() {

@@ -78,7 +78,28 @@ type Future struct {
 	// futureDone once complete ran.
 	state atomic.Uint32
 	hook  func()
+	// later is set while the standalone committer completes the future
+	// (solo.go); see Later.
+	later *Later
 }
+
+// Later holds work that completion hooks leave for after their batch. The
+// standalone direct log's committer completes a batch's futures as the
+// batch applies, and so runs their hooks; a hook may put the slow part of
+// its work (the reply's socket write) here. Once the batch has applied,
+// the committer hands it to its replier goroutine, which runs it in the
+// order it was put, while the committer goes on to the next batch's
+// append. A hook that puts work here must keep its own ordering (the
+// server claims the connection's output before it defers the write, so
+// that anything queued after the reply waits behind it).
+type Later struct{ fns []func() }
+
+// Defer queues fn to run after the batch has applied.
+func (l *Later) Defer(fn func()) { l.fns = append(l.fns, fn) }
+
+// Later returns where the completion hook may defer work: non-nil only
+// inside the hook, when the standalone committer completes f.
+func (f *Future) Later() *Later { return f.later }
 
 // Future states.
 const (

@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/zkd/zkd/jute"
 )
@@ -138,5 +140,95 @@ func TestDirectLogRefusesRaftSnapshot(t *testing.T) {
 	want := strconv.FormatUint(n.solo.index.Load(), 10)
 	if got := n.Stats().Raft["last_snapshot_index"]; got != want {
 		t.Fatalf("last snapshot index %s, want the log's last, %s", got, want)
+	}
+}
+
+// TestDirectLogDefersLargeBatchReplies: a batch of soloDeferFrom requests
+// or more gives its completion hooks a Later, whose work runs once the
+// whole batch has applied, in the order it was deferred; a smaller batch
+// gives none.
+func TestDirectLogDefersLargeBatchReplies(t *testing.T) {
+	var (
+		stall   atomic.Bool
+		stalled = make(chan struct{}, 1)
+		release = make(chan struct{})
+	)
+	n := openNode(t, t.TempDir(), func(c *Config) {
+		c.beforeSync = func(string) {
+			if stall.CompareAndSwap(true, false) {
+				stalled <- struct{}{}
+				<-release
+			}
+		}
+	})
+	t.Cleanup(func() { n.Close() })
+	var once sync.Once
+	unstall := func() { once.Do(func() { close(release) }) }
+	defer unstall() // a failed test still lets Close through
+	s := openSession(t, n)
+	var (
+		mu      sync.Mutex
+		hooked  []int // the requests whose hooks ran, in order
+		ran     []int // the deferred work that ran, in order
+		seenAll []int // how many hooks had run when each deferred work ran
+		lone    = make(chan *Later, 1)
+	)
+	const big = soloDeferFrom + 4
+	// The first write's append stalls: the next ones queue behind it
+	// and go as one batch.
+	stall.Store(true)
+	first := n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: createBody("/lone")})
+	if !first.OnComplete(func() { lone <- first.Later() }) {
+		t.Fatal("the first write completed before its append")
+	}
+	select {
+	case <-stalled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first write's append never reached the disk")
+	}
+	done := make(chan struct{}, big)
+	for i := range big {
+		f := n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: createBody(fmt.Sprintf("/big%d", i))})
+		if !f.OnComplete(func() {
+			l := f.Later()
+			mu.Lock()
+			hooked = append(hooked, i)
+			mu.Unlock()
+			if l == nil {
+				t.Errorf("request %d of a batch of %d: its hook got no Later", i, big)
+				done <- struct{}{}
+				return
+			}
+			l.Defer(func() {
+				mu.Lock()
+				ran = append(ran, i)
+				seenAll = append(seenAll, len(hooked))
+				mu.Unlock()
+				done <- struct{}{}
+			})
+		}) {
+			t.Fatalf("request %d completed while the log was stalled", i)
+		}
+	}
+	unstall()
+	if l := <-lone; l != nil {
+		t.Error("a batch of one request gave its hook a Later")
+	}
+	for range big {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("deferred work did not run")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range big {
+		if hooked[i] != i || ran[i] != i {
+			t.Fatalf("hooks ran in order %v and deferred work in order %v, want both in submit order", hooked, ran)
+		}
+		if seenAll[i] != big {
+			t.Fatalf("deferred work %d ran when %d of the batch's %d hooks had: before the batch had applied", i, seenAll[i], big)
+		}
 	}
 }

@@ -28,7 +28,8 @@ type Client struct {
 	Passwd    []byte
 	Timeout   int32
 
-	events chan jute.WatcherEvent
+	events  chan jute.WatcherEvent
+	onFrame func(hdr jute.ReplyHeader, ev *jute.WatcherEvent)
 
 	writeMu sync.Mutex
 	mu      struct {
@@ -62,6 +63,10 @@ type Options struct {
 	// DialConn, when not nil, opens the connection instead of a plain
 	// TCP dial (a TLS dial, say).
 	DialConn func(addr string) (net.Conn, error)
+	// OnFrame, when not nil, sees every reply and notification (not
+	// pings) in the order they arrive, before the reply reaches its
+	// caller: ev is the event of a notification, nil for a reply.
+	OnFrame func(hdr jute.ReplyHeader, ev *jute.WatcherEvent)
 }
 
 // ErrClosed is returned by calls on a closed or broken connection.
@@ -112,7 +117,7 @@ func Dial(addr string, o Options) (*Client, error) {
 		return nil, fmt.Errorf("zkwire: connect response: %w", err)
 	}
 	c := &Client{conn: conn, SessionID: resp.SessionId, Passwd: resp.Passwd, Timeout: resp.TimeOut,
-		events: make(chan jute.WatcherEvent, 1024), done: make(chan struct{})}
+		events: make(chan jute.WatcherEvent, 1024), done: make(chan struct{}), onFrame: o.OnFrame}
 	if resp.TimeOut <= 0 {
 		conn.Close()
 		close(c.done)
@@ -172,6 +177,9 @@ func (c *Client) readLoop(br *bufio.Reader) {
 		case jute.XidNotification:
 			var ev jute.WatcherEvent
 			ev.Decode(d)
+			if c.onFrame != nil {
+				c.onFrame(hdr, &ev)
+			}
 			select {
 			case c.events <- ev:
 			default:
@@ -179,6 +187,9 @@ func (c *Client) readLoop(br *bufio.Reader) {
 			continue
 		case jute.XidPing:
 			continue
+		}
+		if c.onFrame != nil {
+			c.onFrame(hdr, nil)
 		}
 		c.mu.Lock()
 		if len(c.mu.pending) == 0 {
