@@ -42,8 +42,11 @@
 // writes its log directly (solo.go): one committer goroutine packs what
 // waits, appends it in raft's record format with one fdatasync, applies
 // it and answers, with one goroutine hand-off per batch where raft has
-// two. Raft still recovers the member at start, and the data directory
-// stays one raft reads.
+// two. A batch of 16 requests or more leaves its replies' socket writes
+// to a replier goroutine (Later), so the committer appends the next batch
+// meanwhile; each reply still claims its connection on the committer, so
+// a session's replies and events keep zxid order. Raft still recovers the
+// member at start, and the data directory stays one raft reads.
 //
 // In an ensemble the leader writes its own log while the followers write
 // theirs (the Raft thesis, §10.2.1): its append returns once the records
