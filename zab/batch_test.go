@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -124,7 +125,7 @@ func TestBatchAppliesAsSingleEntries(t *testing.T) {
 // fewer raft entries than there are writes, each still gets its own zxid in
 // submit order, and the tree holds them all.
 func TestNodePacksConcurrentWrites(t *testing.T) {
-	n := openNode(t, t.TempDir())
+	n := openNode(t, t.TempDir(), viaRaft) // raft's pacing; the direct log has its own tests
 	defer n.Close()
 	s := openSession(t, n)
 	before := n.raft.LastIndex()
@@ -158,38 +159,40 @@ func TestNodePacksConcurrentWrites(t *testing.T) {
 // TestNodeForwardedBatchFailsOnClose checks that requests queued behind
 // batches in flight are answered, not left hanging, when the node closes.
 func TestNodeForwardedBatchFailsOnClose(t *testing.T) {
-	n := openNode(t, t.TempDir())
-	var waits []func() error
-	for i := range 200 {
-		waits = append(waits, n.SubmitFor(n.BootID()+1, uint64(i+1), &Request{Op: jute.OpCreateSession, Timeout: 30000}))
-	}
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() {
-		var wg sync.WaitGroup
-		for _, w := range waits {
-			wg.Go(func() { _ = w() })
+	forBothLogs(t, func(t *testing.T, opts ...func(*Config)) {
+		n := openNode(t, t.TempDir(), opts...)
+		var waits []func() error
+		for i := range 200 {
+			waits = append(waits, n.SubmitFor(n.BootID()+1, uint64(i+1), &Request{Op: jute.OpCreateSession, Timeout: 30000}))
 		}
-		wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		t.Fatal("forwarded requests still waiting after Close")
-	}
-	if err := n.SubmitFor(1, 1, &Request{Op: jute.OpCreateSession})(); err != ErrStopped {
-		t.Fatalf("SubmitFor after Close: %v, want ErrStopped", err)
-	}
+		if err := n.Close(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			var wg sync.WaitGroup
+			for _, w := range waits {
+				wg.Go(func() { _ = w() })
+			}
+			wg.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("forwarded requests still waiting after Close")
+		}
+		if err := n.SubmitFor(1, 1, &Request{Op: jute.OpCreateSession})(); err != ErrStopped {
+			t.Fatalf("SubmitFor after Close: %v, want ErrStopped", err)
+		}
+	})
 }
 
 // TestNodeBatchPacingSettles checks that the pacing does not wedge: after
 // rounds of concurrent writes, nothing stays queued and no batch stays in
 // flight once every write completed.
 func TestNodeBatchPacingSettles(t *testing.T) {
-	n := openNode(t, t.TempDir())
+	n := openNode(t, t.TempDir(), viaRaft) // raft's pacing; the direct log has its own tests
 	defer n.Close()
 	s := openSession(t, n)
 	for round := range 3 {
@@ -229,7 +232,7 @@ func (f failedFuture) Response() interface{} { return nil }
 // own requests fail with ErrNotLeader, its forwarded ones are answered
 // alike, its flight ends, and the requests queued behind it are proposed.
 func TestNodeBatchLandsOnFailure(t *testing.T) {
-	n := openNode(t, t.TempDir())
+	n := openNode(t, t.TempDir(), viaRaft) // raft's pacing; the direct log has its own tests
 	defer n.Close()
 	seq, own := n.Register()
 	fwd := make(chan error, 1)
@@ -262,6 +265,13 @@ func TestNodeBatchLandsOnFailure(t *testing.T) {
 	}
 }
 
+// forBothLogs runs fn on a standalone node whose writes go through raft and
+// on one with the direct log (solo.go).
+func forBothLogs(t *testing.T, fn func(t *testing.T, opts ...func(*Config))) {
+	t.Run("raft", func(t *testing.T) { fn(t, viaRaft) })
+	t.Run("direct", func(t *testing.T) { fn(t) })
+}
+
 // waitAll waits for every future, failing the test after 20 s.
 func waitAll(t *testing.T, fs []*Future) {
 	t.Helper()
@@ -280,25 +290,27 @@ func waitAll(t *testing.T, fs []*Future) {
 // (snapCount) counts writes, not raft entries: 200 packed writes in a few
 // entries still make a snapshot with a threshold of 50.
 func TestNodeSnapshotsAfterSnapCountWrites(t *testing.T) {
-	n := openNode(t, t.TempDir(), func(c *Config) { c.SnapshotThreshold = 50 })
-	defer n.Close()
-	s := openSession(t, n)
-	var fs []*Future
-	for i := range 200 {
-		body := createBody(fmt.Sprintf("/s%d", i))
-		fs = append(fs, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
-	}
-	waitAll(t, fs)
-	if entries := n.raft.LastIndex(); entries >= 50 {
-		t.Fatalf("200 concurrent writes took %d raft entries: not packed, and raft's own threshold would snapshot", entries)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for n.LastSnapshotZxid() < fs[100].Result().Zxid {
-		if time.Now().After(deadline) {
-			t.Fatalf("no snapshot past zxid 0x%x after 200 writes with snapCount 50 (last at 0x%x)", fs[100].Result().Zxid, n.LastSnapshotZxid())
+	forBothLogs(t, func(t *testing.T, opts ...func(*Config)) {
+		n := openNode(t, t.TempDir(), append(opts, func(c *Config) { c.SnapshotThreshold = 50 })...)
+		defer n.Close()
+		s := openSession(t, n)
+		var fs []*Future
+		for i := range 200 {
+			body := createBody(fmt.Sprintf("/s%d", i))
+			fs = append(fs, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
 		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		waitAll(t, fs)
+		if entries, _ := strconv.ParseUint(n.Stats().Raft["last_log_index"], 10, 64); entries >= 50 {
+			t.Fatalf("200 concurrent writes took %d raft entries: not packed, and raft's own threshold would snapshot", entries)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for n.LastSnapshotZxid() < fs[100].Result().Zxid {
+			if time.Now().After(deadline) {
+				t.Fatalf("no snapshot past zxid 0x%x after 200 writes with snapCount 50 (last at 0x%x)", fs[100].Result().Zxid, n.LastSnapshotZxid())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	})
 }
 
 func TestFutureOnComplete(t *testing.T) {
@@ -335,26 +347,28 @@ func TestFutureOnComplete(t *testing.T) {
 // barrier straight into raft's log overtook the queue; a client that
 // resumed its session elsewhere and synced then missed its own create.)
 func TestSyncCoversQueuedWrites(t *testing.T) {
-	n := openNode(t, t.TempDir())
-	defer n.Close()
-	s := openSession(t, n)
-	for round := range 20 {
-		var futures []*Future
-		for i := range 200 {
-			body := createBody(fmt.Sprintf("/s%d-%d", round, i))
-			futures = append(futures, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
-		}
-		if err := n.Sync(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		for i, f := range futures {
-			select {
-			case <-f.Done():
-			default:
-				t.Fatalf("round %d: create %d submitted before the sync has not applied when the sync returned", round, i)
+	forBothLogs(t, func(t *testing.T, opts ...func(*Config)) {
+		n := openNode(t, t.TempDir(), opts...)
+		defer n.Close()
+		s := openSession(t, n)
+		for round := range 20 {
+			var futures []*Future
+			for i := range 200 {
+				body := createBody(fmt.Sprintf("/s%d-%d", round, i))
+				futures = append(futures, n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: body}))
+			}
+			if err := n.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for i, f := range futures {
+				select {
+				case <-f.Done():
+				default:
+					t.Fatalf("round %d: create %d submitted before the sync has not applied when the sync returned", round, i)
+				}
 			}
 		}
-	}
+	})
 }
 
 // TestSyncStormSharesBarriers: thousands of syncs at once, beside a stream
@@ -363,7 +377,7 @@ func TestSyncCoversQueuedWrites(t *testing.T) {
 // own barrier into raft filled raft's FSM channel while the FSM waited for
 // submitMu, and the leader deadlocked in a 100,000-session reattach storm.
 func TestSyncStormSharesBarriers(t *testing.T) {
-	n := openNode(t, t.TempDir())
+	n := openNode(t, t.TempDir(), viaRaft) // raft's pacing; the direct log has its own tests
 	defer n.Close()
 	s := openSession(t, n)
 	before := n.raft.LastIndex()

@@ -200,6 +200,9 @@ type Config struct {
 	// instead of its direct log (solo.go): tests write data directories
 	// both ways with it.
 	raftLog bool
+	// takeoverErr, when set, fails a standalone member's takeover as if
+	// raft's barrier had returned it: tests of the fallback to raft.
+	takeoverErr error
 }
 
 // DefaultConfig returns a standalone configuration with ZooKeeper's

@@ -143,7 +143,11 @@ func (n *Node) takeOver() {
 	// Everything in raft's log applies before the barrier does. It is
 	// waited for under submitMu: no batch is in flight, so nothing on
 	// raft's apply path takes submitMu (batchLanded runs for batches).
-	if err := n.awaitRaft(n.raft.Barrier(0)); err != nil {
+	err := n.awaitRaft(n.raft.Barrier(0))
+	if err == nil {
+		err = n.cfg.takeoverErr
+	}
+	if err != nil {
 		n.log.Warn("standalone: the direct log did not take over; writes keep going through raft", zap.Error(err))
 		return
 	}

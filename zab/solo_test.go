@@ -1,6 +1,7 @@
 package zab
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -9,6 +10,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/zkd/zkd/jute"
 )
@@ -229,6 +235,57 @@ func TestDirectLogDefersLargeBatchReplies(t *testing.T) {
 		}
 		if seenAll[i] != big {
 			t.Fatalf("deferred work %d ran when %d of the batch's %d hooks had: before the batch had applied", i, seenAll[i], big)
+		}
+	}
+}
+
+// TestDirectLogTakeoverFails: a standalone member whose takeover fails
+// says so in one WARN line and keeps writing through raft: its writes
+// commit and grow raft's log, raft's snapshot works, and a restart (whose
+// takeover succeeds) keeps them.
+func TestDirectLogTakeoverFails(t *testing.T) {
+	dir := t.TempDir()
+	core, warns := observer.New(zapcore.WarnLevel)
+	n := openNode(t, dir, func(c *Config) {
+		c.takeoverErr = errors.New("injected takeover failure")
+		c.Logger = zap.New(zapcore.NewTee(zaptest.NewLogger(t).Core(), core))
+	})
+	if got := warns.FilterMessageSnippet("did not take over").Len(); got != 1 {
+		t.Fatalf("%d WARN lines about the failed takeover, want 1", got)
+	}
+	n.submitMu.Lock()
+	active := n.solo.active
+	n.submitMu.Unlock()
+	if active {
+		t.Fatal("the direct log took over although its takeover failed")
+	}
+	before := n.raft.LastIndex()
+	s := openSession(t, n)
+	for i := range 20 {
+		if r := n.Submit(&Request{Op: jute.OpCreate, SessionID: s.SessionID, Body: createBody(fmt.Sprintf("/f%d", i))}).Wait(); r.Err != nil {
+			t.Fatalf("create /f%d after a failed takeover: %v", i, r.Err)
+		}
+	}
+	if after := n.raft.LastIndex(); after <= before {
+		t.Fatalf("raft's last index went from %d to %d: the writes did not go through raft", before, after)
+	}
+	if err := n.Snapshot(); err != nil {
+		t.Fatalf("a snapshot after a failed takeover: %v", err)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := openNode(t, dir)
+	defer n2.Close()
+	n2.submitMu.Lock()
+	active = n2.solo.active
+	n2.submitMu.Unlock()
+	if !active {
+		t.Error("after a restart the direct log did not take over")
+	}
+	for i := range 20 {
+		if _, _, err := n2.Tree().GetData(fmt.Sprintf("/f%d", i), nil, nil); err != nil {
+			t.Errorf("/f%d after the restart: %v", i, err)
 		}
 	}
 }
