@@ -265,7 +265,13 @@ func TestIntegration_ProtocolCorners(t *testing.T) {
 						end = "write: " + err.Error()
 					}
 				}
-				w.request(100, jute.OpExists, jute.Encode(&jute.ExistsRequest{Path: "/"}))
+				// The probe's write may fail (EPIPE) when the server has
+				// already closed and reset the rest of the raw frame; the
+				// read below still tells a FIN from a reset, which is what
+				// the case pins.
+				probe := append(binary.BigEndian.AppendUint32(nil, 100), binary.BigEndian.AppendUint32(nil, uint32(jute.OpExists))...)
+				probe = append(probe, jute.Encode(&jute.ExistsRequest{Path: "/"})...)
+				w.nc.Write(append(binary.BigEndian.AppendUint32(nil, uint32(len(probe))), probe...))
 				if _, err := w.read(); err != nil {
 					end = endOf(err)
 				}
