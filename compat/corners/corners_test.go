@@ -318,10 +318,11 @@ func TestIntegration_OversizeConnect(t *testing.T) {
 				t.Fatal(err)
 			}
 			nc.SetDeadline(time.Now().Add(10 * time.Second))
-			got[s.Kind] = "served"
-			if _, err := nc.Write(tc.raw); err != nil {
-				got[s.Kind] = "write: " + err.Error()
-			} else if _, err := io.ReadAll(nc); err != nil {
+			// A write that fails (EPIPE) because the server closed before
+			// the whole frame arrived is fine: the read tells a FIN from
+			// a reset, which is what the case pins.
+			nc.Write(tc.raw)
+			if _, err := io.ReadAll(nc); err != nil {
 				got[s.Kind] = endOf(err)
 			} else {
 				got[s.Kind] = closed
