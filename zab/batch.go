@@ -4,8 +4,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/zkd/zkd/jute"
 )
 
@@ -379,12 +377,4 @@ func decodeBatch(d *jute.Decoder) []packed {
 		out = append(out, p)
 	}
 	return out
-}
-
-// batchErr is the error the requests of a failed batch get.
-func batchErr(af raft.ApplyFuture) error {
-	if err := af.Error(); err != nil {
-		return raftErr(err)
-	}
-	return nil
 }
