@@ -3,6 +3,7 @@ package zkproc
 import (
 	"errors"
 	"net"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -211,5 +212,49 @@ func TestIntegration_ZkdPortRetry(t *testing.T) {
 	}
 	if !strings.Contains(s.Log(), "address already in use") {
 		t.Errorf("log does not show the failed first start:\n%s", s.Log())
+	}
+}
+
+// TestIntegration_ZkdAdminPortRetry hands the first start an admin port
+// that is taken (zkd then serves without its admin server, as ZooKeeper
+// does), and then the client port again: StartZkd must draw new ports
+// until the admin server is up.
+func TestIntegration_ZkdAdminPortRetry(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	var clientPorts []int
+	pickPort = func() (int, error) {
+		p, err := freePort()
+		clientPorts = append(clientPorts, p)
+		return p, err
+	}
+	calls := 0
+	pickAdminPort = func() (int, error) {
+		calls++
+		switch calls {
+		case 1:
+			return taken, nil
+		case 2:
+			return clientPorts[len(clientPorts)-1], nil // the client port: drawn again
+		}
+		return freePort()
+	}
+	defer func() { pickPort, pickAdminPort = freePort, freePort }()
+
+	s := StartZkd(t, Options{AdminServer: true})
+	if len(clientPorts) != 2 || calls != 3 {
+		t.Fatalf("%d client ports and %d admin ports drawn, want 2 and 3", len(clientPorts), calls)
+	}
+	resp, err := http.Get("http://" + s.AdminAddr + "/commands/ruok")
+	if err != nil {
+		t.Fatalf("admin server on %s: %v", s.AdminAddr, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("admin ruok on %s: %s", s.AdminAddr, resp.Status)
 	}
 }

@@ -50,6 +50,10 @@ func FreePorts(t testing.TB, n int) []int {
 // force a port collision.
 var pickPort = freePort
 
+// pickAdminPort chooses a zkd's admin server port, as pickPort the client
+// port.
+var pickAdminPort = freePort
+
 // freePort picks a free port below the kernel's ephemeral range: a server
 // killed and restarted on its port must not find it taken by an outgoing
 // connection in between, which can happen to a port the kernel handed out

@@ -58,6 +58,9 @@ type Options struct {
 	// AdminServer turns on the admin HTTP server (admin.enableServer) on a
 	// free loopback port, reported in Server.AdminAddr. Default off.
 	AdminServer bool
+	// adminPort is the admin server's port an ensemble drew with its
+	// members' other ports; 0 has newServer draw one.
+	adminPort int
 	// Dir is the server's directory (zoo.cfg, data/, the log). Default: a
 	// fresh t.TempDir(). An existing Dir is reused, data included.
 	Dir string
@@ -207,15 +210,21 @@ func startStandalone(t testing.TB, kind Kind, opts Options) *Server {
 		if err == nil {
 			err = s.waitReady()
 		}
-		if err == nil {
+		// zkd serves on without its admin server when that one's port is
+		// taken (as ZooKeeper does); a test that asked for it gets new
+		// ports instead.
+		adminLost := err == nil && opts.AdminServer && kind == KindZkd && strings.Contains(s.lastStartLog(), "http server not started")
+		if err == nil && !adminLost {
 			s.registerCleanup(t)
 			return s
 		}
+		if adminLost {
+			err = fmt.Errorf("admin server on %s not started", s.AdminAddr)
+		}
 		inUse := s.logContains("address already in use")
 		s.Kill()
-		if inUse && !fixedPort && attempt < 3 {
-			opts.Port = 0
-			continue
+		if (inUse && !fixedPort || adminLost) && attempt < 3 {
+			continue // newServer draws the ports not fixed again
 		}
 		t.Fatalf("zkproc: %s on %s did not start: %v\n%s", kind, s.Addr, err, s.logTail(8<<10))
 	}
@@ -259,13 +268,17 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 		t.Fatalf("zkproc: Options.Dir and Options.Port must be unset for an ensemble")
 	}
 	base := t.TempDir()
-	ports := FreePorts(t, 3*n)
+	per := 3 // client, quorum, election; and the admin server's
+	if opts.AdminServer {
+		per = 4
+	}
+	ports := FreePorts(t, per*n)
 	if opts.Observers < 0 || opts.Observers >= n {
 		t.Fatalf("zkproc: %d observers in an ensemble of %d: want 0 to %d", opts.Observers, n, n-1)
 	}
 	members := make([]member, n)
 	for i := range members {
-		members[i] = member{id: i + 1, client: ports[3*i], quorum: ports[3*i+1], election: ports[3*i+2],
+		members[i] = member{id: i + 1, client: ports[per*i], quorum: ports[per*i+1], election: ports[per*i+2],
 			observer: i >= n-opts.Observers}
 	}
 	servers := make([]*Server, n)
@@ -277,6 +290,9 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 		}
 		o.MemberDirs = nil
 		o.Port = m.client
+		if opts.AdminServer {
+			o.adminPort = ports[per*i+3]
+		}
 		s := newServer(t, kind, o)
 		if err := writeConfig(s, o, members, m.id); err != nil {
 			t.Fatalf("zkproc: %v", err)
@@ -327,7 +343,16 @@ func newServer(t testing.TB, kind Kind, opts Options) *Server {
 		timeout: timeout,
 	}
 	if opts.AdminServer {
-		s.AdminAddr = "127.0.0.1:" + strconv.Itoa(FreePort(t))
+		// Drawn apart from the client port: two draws of a free port can
+		// return the same one.
+		admin, err := opts.adminPort, error(nil)
+		for err == nil && (admin == 0 || admin == port) {
+			admin, err = pickAdminPort()
+		}
+		if err != nil {
+			t.Fatalf("zkproc: %v", err)
+		}
+		s.AdminAddr = "127.0.0.1:" + strconv.Itoa(admin)
 	}
 	return s
 }
@@ -469,7 +494,7 @@ func (s *Server) start() error {
 	if err != nil {
 		return fmt.Errorf("open log: %w", err)
 	}
-	fmt.Fprintf(logf, "=== zkproc: starting %s at %s: %s\n", s.Kind, time.Now().Format(time.RFC3339Nano), strings.Join(s.argv, " "))
+	fmt.Fprintf(logf, startMarker+" %s at %s: %s\n", s.Kind, time.Now().Format(time.RFC3339Nano), strings.Join(s.argv, " "))
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.env
@@ -677,6 +702,19 @@ func (s *Server) AwaitLogCount(t testing.TB, sub string, n int, timeout time.Dur
 
 func (s *Server) logContains(sub string) bool {
 	return strings.Contains(strings.ToLower(s.Log()), strings.ToLower(sub))
+}
+
+// startMarker begins the line zkproc writes into a server's log at each
+// start.
+const startMarker = "=== zkproc: starting"
+
+// lastStartLog returns the log from the server's latest start on.
+func (s *Server) lastStartLog() string {
+	l := s.Log()
+	if i := strings.LastIndex(l, startMarker); i >= 0 {
+		return l[i:]
+	}
+	return l
 }
 
 // logTail returns at most n bytes from the end of the log.
