@@ -187,12 +187,7 @@ func TestStartFailsForBadBinary(t *testing.T) {
 // TestIntegration_ZkdPortRetry hands the first start a port that is taken:
 // StartZkd must notice the bind failure and retry on another port.
 func TestIntegration_ZkdPortRetry(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	taken := l.Addr().(*net.TCPAddr).Port
+	taken := takenPort(t)
 	calls := 0
 	pickPort = func() (int, error) {
 		calls++
@@ -220,12 +215,7 @@ func TestIntegration_ZkdPortRetry(t *testing.T) {
 // does), and then the client port again: StartZkd must draw new ports
 // until the admin server is up.
 func TestIntegration_ZkdAdminPortRetry(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	taken := l.Addr().(*net.TCPAddr).Port
+	taken := takenPort(t)
 	var clientPorts []int
 	pickPort = func() (int, error) {
 		p, err := freePort()
@@ -257,4 +247,42 @@ func TestIntegration_ZkdAdminPortRetry(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("admin ruok on %s: %s", s.AdminAddr, resp.Status)
 	}
+}
+
+// TestIntegration_ZkdEnsemblePortRetry hands a fresh ensemble's first
+// start a quorum port that is taken: StartZkdEnsemble must notice the bind
+// failure and start the ensemble again on new ports.
+func TestIntegration_ZkdEnsemblePortRetry(t *testing.T) {
+	taken := takenPort(t)
+	calls := 0
+	pickEnsemblePorts = func(t testing.TB, n int) []int {
+		calls++
+		ports := FreePorts(t, n)
+		if calls == 1 {
+			ports[4] = taken // member 2's quorum port
+		}
+		return ports
+	}
+	defer func() { pickEnsemblePorts = FreePorts }()
+
+	members := StartZkdEnsemble(t, 3, Options{})
+	if calls != 2 {
+		t.Fatalf("ports drawn %d times, want 2", calls)
+	}
+	for i, m := range members {
+		if got, err := m.FourLetter("ruok"); err != nil || got != "imok" {
+			t.Fatalf("member %d: ruok = %q, %v", i+1, got, err)
+		}
+	}
+}
+
+// takenPort returns a loopback port held by a listener until the test ends.
+func takenPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -267,21 +267,65 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 	if opts.Dir != "" || opts.Port != 0 {
 		t.Fatalf("zkproc: Options.Dir and Options.Port must be unset for an ensemble")
 	}
+	if opts.Observers < 0 || opts.Observers >= n {
+		t.Fatalf("zkproc: %d observers in an ensemble of %d: want 0 to %d", opts.Observers, n, n-1)
+	}
 	base := t.TempDir()
+	// A port drawn free can be taken by another process before the member
+	// binds it (tests run side by side): a fresh ensemble then starts
+	// again on new ports, in new directories. One started on given
+	// directories (MemberDirs) keeps its ports' failure.
+	for attempt := 0; ; attempt++ {
+		dir := base
+		if attempt > 0 {
+			dir = filepath.Join(base, fmt.Sprintf("attempt%d", attempt+1))
+		}
+		servers, errs := tryEnsemble(t, kind, n, opts, dir)
+		failed := -1
+		for i, err := range errs {
+			if err != nil {
+				failed = i
+				break
+			}
+		}
+		if failed < 0 {
+			for _, s := range servers {
+				s.registerCleanup(t)
+			}
+			return servers
+		}
+		inUse := false
+		for _, s := range servers {
+			inUse = inUse || strings.Contains(strings.ToLower(s.lastStartLog()), "address already in use")
+			s.Kill()
+		}
+		if inUse && len(opts.MemberDirs) == 0 && attempt < 3 {
+			continue
+		}
+		s := servers[failed]
+		t.Fatalf("zkproc: %s member %d on %s did not start: %v\n%s", s.Kind, failed+1, s.Addr, errs[failed], s.logTail(8<<10))
+	}
+}
+
+// pickEnsemblePorts draws an ensemble's ports; tests replace it to force a
+// port collision.
+var pickEnsemblePorts = FreePorts
+
+// tryEnsemble starts an ensemble of n members under base and waits until
+// each serves, or fails; errs says how each did.
+func tryEnsemble(t testing.TB, kind Kind, n int, opts Options, base string) (servers []*Server, errs []error) {
+	t.Helper()
 	per := 3 // client, quorum, election; and the admin server's
 	if opts.AdminServer {
 		per = 4
 	}
-	ports := FreePorts(t, per*n)
-	if opts.Observers < 0 || opts.Observers >= n {
-		t.Fatalf("zkproc: %d observers in an ensemble of %d: want 0 to %d", opts.Observers, n, n-1)
-	}
+	ports := pickEnsemblePorts(t, per*n)
 	members := make([]member, n)
 	for i := range members {
 		members[i] = member{id: i + 1, client: ports[per*i], quorum: ports[per*i+1], election: ports[per*i+2],
 			observer: i >= n-opts.Observers}
 	}
-	servers := make([]*Server, n)
+	servers = make([]*Server, n)
 	for i, m := range members {
 		o := opts
 		o.Dir = filepath.Join(base, fmt.Sprintf("member%d", m.id))
@@ -302,14 +346,21 @@ func startEnsemble(t testing.TB, kind Kind, n int, opts Options) []*Server {
 		}
 		servers[i] = s
 	}
-	for _, s := range servers {
+	errs = make([]error, n)
+	for i, s := range servers {
 		if err := s.start(); err != nil {
+			for _, started := range servers[:i] {
+				started.Kill()
+			}
 			t.Fatalf("zkproc: %v", err)
 		}
-		s.registerCleanup(t)
 	}
-	waitAllReady(t, servers, "did not start")
-	return servers
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() { errs[i] = s.waitReady() })
+	}
+	wg.Wait()
+	return servers, errs
 }
 
 // member is one ensemble member's identity and ports.
