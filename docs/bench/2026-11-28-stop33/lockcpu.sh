@@ -1,12 +1,8 @@
 #!/bin/bash
 # lockcpu.sh BIN: standalone BIN; zkbench lock (16 go-zk clients on 4 locks) for 6 s; CPU of the server and of zkbench per acquisition, and the machine's idle share.
 BIN=$1
-ZB=${ZKBENCH:-/var/tmp/b32/zkbench}
-DIR=$(mktemp -d /var/tmp/lc.XXXXXX)
-printf '%s\n' tickTime=2000 dataDir=$DIR/data clientPort=23181 clientPortAddress=127.0.0.1 maxClientCnxns=0 admin.enableServer=false > $DIR/zoo.cfg
-$BIN $DIR/zoo.cfg > $DIR/log 2>&1 & pid=$!
-trap 'kill $pid 2>/dev/null; wait; rm -rf $DIR' EXIT
-$ZB -servers 127.0.0.1:23181 -workload wait -path / -timeout 60s >/dev/null || exit 1
+. "$(dirname "$0")/standalone.sh"
+start_standalone "$BIN"
 $ZB -servers 127.0.0.1:23181 -workload lock -locks 4 -clients 16 -duration 8s -warmup 1s -client gozk -json > $DIR/out.json & bp=$!
 sleep 3
 read -r _ u0 n0 s0 i0 w0 _ < /proc/stat; t0=$(awk '{print $14+$15}' /proc/$pid/stat); c0=$(awk '{print $14+$15}' /proc/$bp/stat)

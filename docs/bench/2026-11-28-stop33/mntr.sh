@@ -1,20 +1,8 @@
 #!/bin/bash
 # mntr.sh BIN WL C: a fresh standalone BIN, zkbench WL for 5 s; mntr before and after: fsyncs and entries per second, requests per entry.
 BIN=$1 WL=$2 C=${3:-64}
-DIR=$(mktemp -d /var/tmp/m1.XXXXXX)
-cat > $DIR/zoo.cfg <<CFG
-tickTime=2000
-dataDir=$DIR/data
-clientPort=23181
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=*
-CFG
-$BIN $DIR/zoo.cfg > $DIR/log 2>&1 & pid=$!
-trap 'kill $pid 2>/dev/null; wait; rm -rf $DIR' EXIT
-ZB=${ZKBENCH:-/var/tmp/b32/zkbench}
-$ZB -servers 127.0.0.1:23181 -workload wait -path / -timeout 60s >/dev/null || exit 1
+. "$(dirname "$0")/standalone.sh"
+start_standalone "$BIN"
 m() { /usr/bin/python3 -c "
 import socket;s=socket.create_connection(('127.0.0.1',23181));s.sendall(b'mntr');b=b''
 while True:

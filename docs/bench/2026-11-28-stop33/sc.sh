@@ -3,20 +3,8 @@
 # read, write, futex, nanosleep and epoll_pwait calls and context switches for 3 s, and the
 # server's packet counts (srvr) before and after.
 BIN=$1 WL=$2 C=${3:-64}
-DIR=$(mktemp -d /var/tmp/m1.XXXXXX)
-cat > $DIR/zoo.cfg <<CFG
-tickTime=2000
-dataDir=$DIR/data
-clientPort=23181
-clientPortAddress=127.0.0.1
-maxClientCnxns=0
-admin.enableServer=false
-4lw.commands.whitelist=*
-CFG
-$BIN $DIR/zoo.cfg > $DIR/log 2>&1 & pid=$!
-trap 'kill $pid 2>/dev/null; wait; rm -rf $DIR' EXIT
-ZB=${ZKBENCH:-/var/tmp/b32/zkbench}
-$ZB -servers 127.0.0.1:23181 -workload wait -path / -timeout 60s >/dev/null || exit 1
+. "$(dirname "$0")/standalone.sh"
+start_standalone "$BIN"
 $ZB -servers 127.0.0.1:23181 -workload $WL -clients $C -duration 8s -warmup 1s -size 1024 -client raw -json > $DIR/out.json &
 bp=$!
 sleep 2
