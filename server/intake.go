@@ -155,7 +155,10 @@ func (c *conn) readOne() bool {
 // _read_socket, the Java client's readResponse), so the earlier answer
 // changes nothing else for them.
 func (c *conn) pingAhead(sl *slot) {
-	c.enqueue(encodeReply(jute.ReplyHeader{Xid: jute.XidPing, Zxid: c.s.b.LastZxid()}, nil), false, false)
+	buf := encodeReplyPooled(jute.ReplyHeader{Xid: jute.XidPing, Zxid: c.s.b.LastZxid()}, nil)
+	if c.enqueue(*buf, false, false) {
+		putReplyBuf(buf)
+	}
 }
 
 // prepare decodes a request other than ping, auth, sasl and closeSession:

@@ -37,7 +37,10 @@ func (c *conn) execRead(sl *slot) {
 		c.dropConnection()
 		return
 	}
-	c.enqueue(encodeReply(hdr, body), false, hold)
+	buf := encodeReplyPooled(hdr, body)
+	if c.enqueue(*buf, false, hold) {
+		putReplyBuf(buf)
+	}
 }
 
 // watchHold tells whether req registers a watch and which events to hold

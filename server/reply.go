@@ -6,6 +6,8 @@ package server
 
 import (
 	"encoding/binary"
+	"math/bits"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -138,12 +140,14 @@ func (c *conn) finish(sl *slot, later *zab.Later) bool {
 		c.dropConnection()
 		return false
 	}
-	frame := encodeReply(hdr, body)
+	buf := encodeReplyPooled(hdr, body)
 	if later != nil && c.claimInline(sl.closeAfter) {
-		later.Defer(func() { c.writeDeferred(frame) })
+		later.Defer(func() { c.writeDeferred(buf) })
 		return true
 	}
-	c.enqueue(frame, sl.closeAfter, false)
+	if c.enqueue(*buf, sl.closeAfter, false) {
+		putReplyBuf(buf)
+	}
 	return !sl.closeAfter
 }
 
@@ -164,13 +168,15 @@ func (c *conn) claimInline(closeAfter bool) bool {
 
 // writeDeferred writes a reply claimed by claimInline, on the standalone
 // committer's replier goroutine.
-func (c *conn) writeDeferred(frame []byte) {
+func (c *conn) writeDeferred(buf *[]byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.panicked("reply", r)
 		}
 	}()
-	c.writeInline(frame)
+	if c.writeInline(*buf) {
+		putReplyBuf(buf)
+	}
 }
 
 // dropConnection closes the connection, after the replies already queued,
@@ -278,8 +284,10 @@ func (c *conn) Notify(ev jute.WatcherEvent) {
 // enqueue appends a reply to the output queue. closeAfter seals the queue:
 // the writer closes the connection once it is written. endHold ends a read's
 // hold on events: the events held back go right after the reply, in the
-// same critical section, so none can slip in before it.
-func (c *conn) enqueue(frame []byte, closeAfter, endHold bool) {
+// same critical section, so none can slip in before it. It reports
+// whether frame was written whole at once, from here: nothing holds it
+// then, and the caller may reuse it.
+func (c *conn) enqueue(frame []byte, closeAfter, endHold bool) (written bool) {
 	c.out.Lock()
 	if endHold {
 		c.out.deferring = false
@@ -287,15 +295,14 @@ func (c *conn) enqueue(frame []byte, closeAfter, endHold bool) {
 	if c.out.sealed {
 		c.out.deferred = nil
 		c.out.Unlock()
-		return
+		return false
 	}
 	if !c.out.writing && !closeAfter && len(c.out.q) == 0 && len(c.out.deferred) == 0 && c.raw != nil {
 		// Nothing queued and no writer: write the reply from here, as
 		// far as the socket takes it without waiting.
 		c.out.writing, c.out.inline = true, true
 		c.out.Unlock()
-		c.writeInline(frame)
-		return
+		return c.writeInline(frame)
 	}
 	if frame != nil {
 		c.out.q = append(c.out.q, frame)
@@ -315,6 +322,7 @@ func (c *conn) enqueue(frame []byte, closeAfter, endHold bool) {
 	if over {
 		c.overflow()
 	}
+	return false
 }
 
 // overflow closes a connection whose client does not read fast enough.
@@ -334,7 +342,13 @@ func sizeOf(frames [][]byte) int {
 
 // encodeReply returns a frame: length prefix, reply header, optional body.
 func encodeReply(hdr jute.ReplyHeader, body jute.Record) []byte {
-	e := jute.NewEncoder(make([]byte, 4, replySize(body)))
+	return encodeReplyInto(make([]byte, 0, replySize(body)), hdr, body)
+}
+
+// encodeReplyInto encodes the frame of encodeReply into buf's array when
+// it has room.
+func encodeReplyInto(buf []byte, hdr jute.ReplyHeader, body jute.Record) []byte {
+	e := jute.NewEncoder(append(buf[:0], 0, 0, 0, 0))
 	hdr.Encode(e)
 	if body != nil {
 		body.Encode(e)
@@ -342,6 +356,43 @@ func encodeReply(hdr jute.ReplyHeader, body jute.Record) []byte {
 	b := e.Bytes()
 	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
 	return b
+}
+
+// replyBufs recycles the frames of replies, which a read's reply fills
+// with the node's data: most are written whole at once by the goroutine
+// that encoded them (enqueue, writeInline), which then puts them back
+// rather than leaving a fresh frame per reply to the collector. A frame
+// that went to the output queue is not recycled.
+var replyBufs sync.Pool // of *[]byte
+
+// maxPooledReply is the largest frame replyBufs keeps: a reply with a big
+// node's data is rare, and the pool would hold on to its array.
+const maxPooledReply = 64 << 10
+
+// encodeReplyPooled encodes the reply into a frame from replyBufs; the
+// caller gives it back with putReplyBuf once nothing holds it.
+func encodeReplyPooled(hdr jute.ReplyHeader, body jute.Record) *[]byte {
+	size := replySize(body)
+	p, _ := replyBufs.Get().(*[]byte)
+	if p == nil {
+		p = new([]byte)
+	}
+	if cap(*p) < size {
+		// Power-of-two sizes, so that a recycled frame fits the next
+		// reply of about the same size.
+		*p = make([]byte, 0, max(256, 1<<bits.Len(uint(size-1))))
+	}
+	*p = encodeReplyInto(*p, hdr, body)
+	return p
+}
+
+// putReplyBuf gives a frame of encodeReplyPooled back to replyBufs.
+func putReplyBuf(p *[]byte) {
+	if cap(*p) > maxPooledReply {
+		return
+	}
+	*p = (*p)[:0]
+	replyBufs.Put(p)
 }
 
 // replySize estimates the frame size of a reply with body, so that the

@@ -44,8 +44,10 @@ func (c *conn) wantWriter() bool {
 // to the writer goroutine when the socket has room, as it has unless the
 // client stops reading. The caller claimed the socket by setting
 // c.out.writing while nothing was queued; what the socket did not take,
-// and whatever Notify queued meanwhile, goes to a writer.
-func (c *conn) writeInline(frame []byte) {
+// and whatever Notify queued meanwhile, goes to a writer. whole reports
+// that the socket took the whole frame: nothing holds it any more, and the
+// caller may reuse it.
+func (c *conn) writeInline(frame []byte) (whole bool) {
 	c.sent.Add(1)
 	c.s.stats.packetsSent.Add(1)
 	c.s.zm.noteResponse(frame)
@@ -75,7 +77,7 @@ func (c *conn) writeInline(frame []byte) {
 	if !start {
 		c.out.writing = false
 		c.out.Unlock()
-		return
+		return n == len(frame)
 	}
 	// Frames queued meanwhile, the rest of this one, or a sealed queue
 	// to close: hand the claimed socket to a writer. handoff is only set
@@ -89,6 +91,7 @@ func (c *conn) writeInline(frame []byte) {
 	if over {
 		c.overflow()
 	}
+	return n == len(frame)
 }
 
 // writeInlineFD makes writeInline's one non-blocking write of
