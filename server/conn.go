@@ -109,6 +109,7 @@ type conn struct {
 	frameOwned    bool          // reader only: the current frame is not rbuf, nothing reuses it
 	lastStart     time.Time     // reader only: when the previous request was read (see busy)
 	lastGap       time.Duration // reader only: the time between the last two requests
+	soonUntil     time.Time     // reader only: the read deadline nextSoon set, zero once another replaced it
 
 	recv     atomic.Int64 // packets received
 	lastRecv atomic.Int64 // ms since the epoch of the last packet (or of the accept)

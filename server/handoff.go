@@ -29,9 +29,16 @@ func (c *conn) busy() bool {
 	return c.lastGap <= handOffAfter
 }
 
-// nextSoon reports whether input arrives within handOffAfter.
+// nextSoon reports whether input arrives within handOffAfter, or rather
+// within a half to a whole of it: a busy reader comes here once per
+// request, and moving the socket's deadline each time (a timer update, and
+// a clock read) cost a few percent of a read's CPU. The deadline set for
+// the last wait stands while at least half of handOffAfter is left of it.
 func (c *conn) nextSoon() bool {
-	c.nc.SetReadDeadline(time.Now().Add(handOffAfter))
+	if now := time.Now(); c.soonUntil.Sub(now) < handOffAfter/2 {
+		c.soonUntil = now.Add(handOffAfter)
+		c.nc.SetReadDeadline(c.soonUntil)
+	}
 	c.br.warm = true
 	_, err := c.br.Peek(1)
 	return err == nil
@@ -53,7 +60,7 @@ func (c *conn) resume() {
 	defer c.s.wg.Done()
 	var handedOff bool
 	defer c.endReader(&handedOff)
-	c.nc.SetReadDeadline(c.readDeadline())
+	c.setReadDeadline()
 	c.br.warm = false // idle: wait on the small buffer
 	if _, err := c.br.Peek(1); err != nil {
 		c.logReadError(err)
@@ -71,4 +78,11 @@ func (c *conn) endReader(handedOff *bool) {
 		return
 	}
 	c.endConn()
+}
+
+// setReadDeadline sets the socket's read deadline for a wait as long as
+// any packet may take (readDeadline), which ends the short one of nextSoon.
+func (c *conn) setReadDeadline() {
+	c.soonUntil = time.Time{}
+	c.nc.SetReadDeadline(c.readDeadline())
 }

@@ -34,7 +34,7 @@ func (c *conn) readLoop() bool {
 			// The rest of the frame is still to come: wait for it as
 			// long as for any packet. (A whole buffered frame needs no
 			// deadline: reading it makes no system call.)
-			c.nc.SetReadDeadline(c.readDeadline())
+			c.setReadDeadline()
 		}
 		if !c.readOne() {
 			return false
