@@ -1,6 +1,7 @@
 #!/bin/bash
 # lock3cpu.sh BIN: 3 members of BIN; lock 16/4 for 8 s; packets in/out per acquisition summed over members, CPU of servers and zkbench per acquisition
 BIN=$1
+. "$(dirname "$0")/mntr.sh"
 ZB=${ZKBENCH:-/var/tmp/b32/zkbench}
 DIR=$(mktemp -d /var/tmp/m3.XXXXXX); pids=()
 for i in 1 2 3; do
@@ -12,16 +13,9 @@ done
 trap 'kill ${pids[*]} 2>/dev/null; wait; rm -rf $DIR' EXIT
 for i in 1 2 3; do $ZB -servers 127.0.0.1:2518$i -workload wait -path / -timeout 60s >/dev/null || exit 1; done
 $ZB -servers 127.0.0.1:25181,127.0.0.1:25182,127.0.0.1:25183 -workload lock -locks 4 -clients 16 -duration 8s -warmup 1s -json > $DIR/out.json & bp=$!
-m() { /usr/bin/python3 -c "
-import socket,sys;s=socket.create_connection(('127.0.0.1',int(sys.argv[1])));s.sendall(b'mntr');b=b''
-while True:
-  d=s.recv(65536)
-  if not d: break
-  b+=d
-print(b.decode())" $1; }
 cpu() { local t=0; for p in ${pids[*]}; do t=$((t+$(awk '{print $14+$15}' /proc/$p/stat))); done; echo $t; }
-sleep 3; for i in 1 2 3; do m 2518$i > $DIR/m0.$i; done; s0=$(cpu); c0=$(awk '{print $14+$15}' /proc/$bp/stat)
-sleep 5; for i in 1 2 3; do m 2518$i > $DIR/m1.$i; done; s1=$(cpu); c1=$(awk '{print $14+$15}' /proc/$bp/stat)
+sleep 3; for i in 1 2 3; do mntr 2518$i > $DIR/m0.$i; done; s0=$(cpu); c0=$(awk '{print $14+$15}' /proc/$bp/stat)
+sleep 5; for i in 1 2 3; do mntr 2518$i > $DIR/m1.$i; done; s1=$(cpu); c1=$(awk '{print $14+$15}' /proc/$bp/stat)
 wait $bp
 python3 - $DIR $((s1-s0)) $((c1-c0)) <<'PY'
 import sys,json

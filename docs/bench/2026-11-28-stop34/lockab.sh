@@ -1,19 +1,14 @@
 #!/bin/bash
-# lockab.sh ROUNDS BIN...: lockfloor-like, interleaved: acquisitions/s, server CPU per acquisition, writes per fsync
+# lockab.sh ROUNDS BIN...: lockfloor.sh-like, interleaved: acquisitions/s, p99, server CPU and fdatasyncs per acquisition
 R=$1; shift
+D=$(cd "$(dirname "$0")" && pwd)
 for r in $(seq $R); do for bin in "$@"; do
 (
-. /work/main/docs/bench/2026-11-28-stop33/standalone.sh
+. "$D/../2026-11-28-stop33/standalone.sh"
+. "$D/mntr.sh"
 start_standalone "$bin"
-m() { /usr/bin/python3 -c "
-import socket;s=socket.create_connection(('127.0.0.1',23181));s.sendall(b'mntr');b=b''
-while True:
-  d=s.recv(65536)
-  if not d: break
-  b+=d
-print(b.decode())"; }
 $ZB -servers 127.0.0.1:23181 -workload lock -locks 4 -clients 16 -duration 7s -warmup 1s -client gozk -json > $DIR/out.json & bp=$!
-sleep 3; m > $DIR/m0; t0=$(awk '{print $14+$15}' /proc/$pid/stat); sleep 4; m > $DIR/m1; t1=$(awk '{print $14+$15}' /proc/$pid/stat)
+sleep 3; mntr > $DIR/m0; t0=$(awk '{print $14+$15}' /proc/$pid/stat); sleep 4; mntr > $DIR/m1; t1=$(awk '{print $14+$15}' /proc/$pid/stat)
 wait $bp
 python3 - $DIR/m0 $DIR/m1 $DIR/out.json $((t1-t0)) $bin <<'PY'
 import json,sys

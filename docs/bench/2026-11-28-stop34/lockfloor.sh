@@ -8,19 +8,13 @@
 # clients here.
 BIN=$1
 . "$(dirname "$0")/../2026-11-28-stop33/standalone.sh"
+. "$(dirname "$0")/mntr.sh"
 start_standalone "$BIN"
-m() { /usr/bin/python3 -c "
-import socket;s=socket.create_connection(('127.0.0.1',23181));s.sendall(b'mntr');b=b''
-while True:
-  d=s.recv(65536)
-  if not d: break
-  b+=d
-print(b.decode())"; }
 $ZB -servers 127.0.0.1:23181 -workload lock -locks 4 -clients 16 -duration 8s -warmup 1s -client gozk -json > $DIR/out.json & bp=$!
 sleep 3
-m > $DIR/m0; t0=$(awk '{print $14+$15}' /proc/$pid/stat); c0=$(awk '{print $14+$15}' /proc/$bp/stat); read -r _ u0 n0 s0 i0 w0 _ < /proc/stat
+mntr > $DIR/m0; t0=$(awk '{print $14+$15}' /proc/$pid/stat); c0=$(awk '{print $14+$15}' /proc/$bp/stat); read -r _ u0 n0 s0 i0 w0 _ < /proc/stat
 sleep 5
-m > $DIR/m1; t1=$(awk '{print $14+$15}' /proc/$pid/stat); c1=$(awk '{print $14+$15}' /proc/$bp/stat); read -r _ u1 n1 s1 i1 w1 _ < /proc/stat
+mntr > $DIR/m1; t1=$(awk '{print $14+$15}' /proc/$pid/stat); c1=$(awk '{print $14+$15}' /proc/$bp/stat); read -r _ u1 n1 s1 i1 w1 _ < /proc/stat
 wait $bp
 python3 - $DIR/m0 $DIR/m1 $DIR/out.json $((t1-t0)) $((c1-c0)) $(( (u1-u0)+(n1-n0)+(s1-s0)+(i1-i0)+(w1-w0) )) $((i1-i0)) <<'PY'
 import json, sys
