@@ -123,6 +123,14 @@ func (c *conn) finish(sl *slot, later *zab.Later) bool {
 		if sl.op == jute.OpCloseSession && res.Err == nil {
 			c.s.log.Info("session closed", zap.String("session", hexID(c.sessionID.Load())),
 				zap.String("remote", c.remote), zap.String("reason", "client request"))
+			// ZooKeeper drops the connection's watches as it answers
+			// closeSession, before any later request, and checkWatches
+			// answers for every connection's watches: a client that has
+			// this reply must not see them from another session. (The
+			// connection's end drops any set since, as always.)
+			if t := c.s.b.Tree(); t != nil {
+				t.RemoveWatcher(c)
+			}
 		}
 	case sl.op == jute.OpSync:
 		err := c.s.b.Sync(c.ctx)

@@ -422,6 +422,37 @@ func TestCloseSession(t *testing.T) {
 	}
 }
 
+// TestCloseSessionDropsWatchesFirst: ZooKeeper 3.8 drops a connection's
+// watches as it answers closeSession, before it takes any later request,
+// and checkWatches answers for any connection's watches: once a client
+// has its closeSession reply, no request may see its watches any more.
+// Here the tree is read the moment the reply arrives, before the server
+// has ended the connection. Rounds give the connection's end a chance to
+// be slower than the reply.
+func TestCloseSessionDropsWatchesFirst(t *testing.T) {
+	ts := startServer(t, nil)
+	setup := dialRaw(t, ts.addr)
+	setup.session()
+	setup.call(1, jute.OpCreate, &jute.CreateRequest{Path: "/w", Acl: openACL}, &jute.CreateResponse{})
+	for round := range 20 {
+		c := dialRaw(t, ts.addr)
+		c.session()
+		if h := c.call(1, jute.OpExists, &jute.ExistsRequest{Path: "/w", Watch: true}, &jute.ExistsResponse{}); h.Err != 0 {
+			t.Fatalf("round %d: exists with a watch: %v", round, h.Err)
+		}
+		if err := ts.b.Tree().CheckWatches("/w", nil, jute.WatcherTypeAny); err != nil {
+			t.Fatalf("round %d: no watch on /w after exists set one: %v", round, err)
+		}
+		if h := c.call(2, jute.OpCloseSession, nil, nil); h.Err != 0 {
+			t.Fatalf("round %d: closeSession: %v", round, h.Err)
+		}
+		if err := ts.b.Tree().CheckWatches("/w", nil, jute.WatcherTypeAny); !errors.Is(err, datatree.ErrNoWatcher) {
+			t.Fatalf("round %d: after the closeSession reply, checkWatches on /w: %v, want %v", round, err, datatree.ErrNoWatcher)
+		}
+		c.expectClosed()
+	}
+}
+
 func TestSessionGoneMidConnection(t *testing.T) {
 	ts := startServer(t, nil)
 	c := dialRaw(t, ts.addr)
