@@ -264,6 +264,19 @@ func bothOn(zkdServer, zkServer *zkproc.Server, script string, args ...string) (
 	return zkd, zk
 }
 
+// dropLines returns out without the lines equal to any of lines (compared
+// without their line ends).
+func dropLines(out string, lines ...string) string {
+	var b strings.Builder
+	for line := range strings.Lines(out) {
+		if slices.Contains(lines, strings.TrimRight(line, "\r\n")) {
+			continue
+		}
+		b.WriteString(line)
+	}
+	return b.String()
+}
+
 // normalized is a zkCli run's output after normalize.
 type normalized struct {
 	// Lines are the output lines, masked and filtered.
