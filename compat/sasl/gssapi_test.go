@@ -30,7 +30,7 @@ type kerberos struct {
 	bobKeytab, hostKeytab string
 }
 
-func newKerberos(t *testing.T) *kerberos {
+func newKerberos(t testing.TB) *kerberos {
 	k := &kerberos{kdc: krb5kdc.Start(t, krbRealm)}
 	k.kdc.AddPrincipal("zookeeper/localhost")
 	k.oldKeytab = k.kdc.Keytab("zk-old.keytab", "zookeeper/localhost")
@@ -60,7 +60,7 @@ func serverJAAS(keytab, extra string) string {
 
 // start runs a server of kind with the service keytab, extra
 // Krb5LoginModule options and extra -D flags.
-func (k *kerberos) start(t *testing.T, kind zkproc.Kind, keytab, extra string, jvm ...string) *zkproc.Server {
+func (k *kerberos) start(t testing.TB, kind zkproc.Kind, keytab, extra string, jvm ...string) *zkproc.Server {
 	jvm = append([]string{"-Djava.security.krb5.conf=" + k.kdc.Conf}, jvm...)
 	return start(t, kind, serverJAAS(keytab, extra), jvm,
 		map[string]string{"authProvider.1": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"})

@@ -31,7 +31,7 @@ Client {
 
 // start runs a server of kind with a JAAS file holding jaas (none when
 // empty) given through the JVM flags, and extra zoo.cfg lines.
-func start(t *testing.T, kind zkproc.Kind, jaas string, jvm []string, cfg map[string]string) *zkproc.Server {
+func start(t testing.TB, kind zkproc.Kind, jaas string, jvm []string, cfg map[string]string) *zkproc.Server {
 	t.Helper()
 	if jaas != "" {
 		path := filepath.Join(t.TempDir(), "jaas.conf")
