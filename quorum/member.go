@@ -42,6 +42,9 @@ type Member struct {
 	// started is set once start set lead and fwd, for the node's
 	// goroutines, which run before (HandoffTargets).
 	started atomic.Bool
+	// caughtUp is set once the member applied what the leader had
+	// committed when it joined (syncAtJoin); it serves clients only then.
+	caughtUp atomic.Bool
 
 	// dynamic is the membership last applied from /zookeeper/config; nil
 	// until then.
@@ -201,10 +204,49 @@ func (m *Member) start(ln net.Listener) {
 		defer cancel()
 		return m.fwd.sync(ctx)
 	})
-	m.wg.Add(2)
+	m.wg.Add(3)
 	go m.reconcileLoop()
 	go m.tellLoop()
+	go m.syncAtJoin()
 	m.started.Store(true)
+}
+
+// syncAtJoin marks the member caught up (Serving, WaitReady) once it has
+// applied everything the leader had committed when it joined, as a
+// ZooKeeper follower serves only once it has synced with its leader. A
+// member that restarted hears from the leader before it learns the
+// leader's commit index (raft's heartbeats do not carry it) and before it
+// applies its own log again: serving then would show new clients the tree
+// of a moment far back (a follower restarted after kill -9 answered with
+// 5 of 100,000 znodes). So it syncs with the leader, as a client's sync
+// does, and waits until it applied that far. It tries again until it
+// succeeds or the member closes.
+func (m *Member) syncAtJoin() {
+	defer m.wg.Done()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), syncRoundTimeout)
+		go func() {
+			select {
+			case <-m.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := m.node.WaitReady(ctx)
+		if err == nil {
+			err = m.Sync(ctx)
+		}
+		cancel()
+		if err == nil {
+			m.caughtUp.Store(true)
+			return
+		}
+		select {
+		case <-m.stop:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // membership is a parsed /zookeeper/config.
@@ -504,7 +546,21 @@ func (m *Member) Config() Config { return m.cfg }
 // WaitReady blocks until the member can serve: standalone, until it leads
 // and applied its log; in an ensemble, until a leader is known and this
 // member applied what that leader had committed.
-func (m *Member) WaitReady(ctx context.Context) error { return m.node.WaitReady(ctx) }
+func (m *Member) WaitReady(ctx context.Context) error {
+	if m.fwd == nil {
+		return m.node.WaitReady(ctx)
+	}
+	for !m.caughtUp.Load() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("quorum: catching up with the leader: %w", ctx.Err())
+		case <-m.stop:
+			return zab.ErrStopped
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	return nil
+}
 
 // Submit hands a write to the log: directly on the leader (or standalone),
 // otherwise forwarded to the leader. The Future completes when the write
@@ -646,7 +702,8 @@ func (m *Member) Mode() string {
 }
 
 // Serving reports whether the member may serve clients: always when
-// standalone; while leading (raft steps a leader down once it cannot reach
+// standalone; in an ensemble, once it caught up with the leader it joined
+// (syncAtJoin), and then while leading (raft steps a leader down once it cannot reach
 // a majority for LeaderLeaseTimeout); otherwise while a leader was heard
 // from within syncLimit ticks, so that a short election (when followers
 // are briefly candidates) does not drop every client.
@@ -654,7 +711,7 @@ func (m *Member) Serving() bool {
 	if m.fwd == nil {
 		return true
 	}
-	return m.inEnsembleTouch()
+	return m.caughtUp.Load() && m.inEnsembleTouch()
 }
 
 // inEnsembleTouch is Serving for a member of an ensemble: it leads, or
