@@ -373,8 +373,8 @@ func run(c *zooCfg, log *zap.Logger) error {
 		node.Close()
 		return err
 	}
-	// The readiness line: standalone, now; an ensemble member once it is
-	// in touch with a leader (it listens before, refusing clients).
+	// The readiness line: standalone, now; an ensemble member once it
+	// caught up with a leader (it listens before, refusing clients).
 	ready := func() {
 		log.Info(readyMessage, append(readyFields(node.Mode(), node.Node().Recovery()),
 			zap.String("version", zkVersion),
