@@ -211,6 +211,10 @@ func (m *Member) start(ln net.Listener) {
 	m.started.Store(true)
 }
 
+// holdSyncAtJoin, set by tests only, runs before a member's syncAtJoin
+// starts: it may block until stop closes.
+var holdSyncAtJoin func(myID int64, stop <-chan struct{})
+
 // syncAtJoin marks the member caught up (Serving, WaitReady) once it has
 // applied everything the leader had committed when it joined, as a
 // ZooKeeper follower serves only once it has synced with its leader. A
@@ -223,6 +227,9 @@ func (m *Member) start(ln net.Listener) {
 // succeeds or the member closes.
 func (m *Member) syncAtJoin() {
 	defer m.wg.Done()
+	if holdSyncAtJoin != nil {
+		holdSyncAtJoin(m.cfg.MyID, m.stop)
+	}
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), syncRoundTimeout)
 		go func() {
